@@ -1,0 +1,64 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import bearerAuth from '@fastify/bearer-auth'
+import type { FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { UnauthorizedError } from './http-errors.js'
+
+export interface AuthOptions {
+  /** The accepted bearer tokens. */
+  tokens: readonly string[]
+}
+
+const CHALLENGE = 'Bearer realm="plant-store"'
+const BEARER_TOKEN_SENT = /^bearer +\S/i
+
+const digest = (token: string) => createHash('sha256').update(token).digest()
+
+/**
+ * Compares fixed-length digests against every configured token, without stopping at a match:
+ * the time taken tells neither the length of a token nor which one matched.
+ */
+export function tokenChecker (tokens: readonly string[]) {
+  const digests = tokens.map(digest)
+  return (presented: string): boolean => {
+    const candidate = digest(presented)
+    let matched = false
+    for (const known of digests) matched = timingSafeEqual(candidate, known) || matched
+    return matched
+  }
+}
+
+// Node keeps only the first of repeated Authorization headers; a request carrying several is refused.
+function hasRepeatedAuthorization (request: FastifyRequest): boolean {
+  const raw = request.raw.rawHeaders
+  let seen = 0
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === 13 && raw[i].toLowerCase() === 'authorization') seen++
+  }
+  return seen > 1
+}
+
+/**
+ * RFC 6750 bearer authentication for the routes of the registering scope. Every refusal is a 401
+ * in the Error shape with a WWW-Authenticate challenge, logged at info by the error handler.
+ */
+export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
+  await fastify.register(bearerAuth, {
+    keys: [],
+    auth: tokenChecker(tokens),
+    addHook: false,
+    // The scheme name is case-insensitive in HTTP.
+    specCompliance: 'rfc6749',
+    verifyErrorLogLevel: null as unknown as undefined
+  })
+  const verify = fastify.verifyBearerAuth!
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const refuse = () => {
+      const sent = BEARER_TOKEN_SENT.test(request.headers.authorization ?? '')
+      reply.header('www-authenticate', sent ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE)
+      done(new UnauthorizedError())
+    }
+    if (hasRepeatedAuthorization(request)) return refuse()
+    verify(request, reply, (error) => error ? refuse() : done())
+  })
+}, { name: 'plant-store-auth' })

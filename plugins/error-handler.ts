@@ -1,0 +1,45 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { ErrorBody } from '../schemas/index.js'
+
+const INTERNAL_ERROR_MESSAGE = 'Internal server error'
+
+function statusOf (error: FastifyError): number {
+  const status = error.statusCode
+  return typeof status === 'number' && status >= 400 && status <= 599 ? status : 500
+}
+
+export function sendError (reply: FastifyReply, status: number, message: string) {
+  const body: ErrorBody = { error: status, message }
+  return reply.code(status).type('application/json; charset=utf-8').send(body)
+}
+
+/**
+ * Every failure leaves in the Error shape. Client errors (4xx) carry their own message, written by
+ * Fastify or by us; 503 carries the unavailability message; any other server error is logged with
+ * the request id and answered with a generic message, so no stack, SQL or path reaches a client.
+ */
+export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const status = statusOf(error)
+  if (status < 500) {
+    request.log.info({ status, code: error.code }, 'request refused: %s', error.message)
+    return sendError(reply, status, error.message)
+  }
+  request.log.error({ err: error }, 'request failed')
+  return sendError(reply, status, status === 503 ? error.message : INTERNAL_ERROR_MESSAGE)
+}
+
+export function handleNotFound (_request: FastifyRequest, reply: FastifyReply) {
+  return sendError(reply, 404, 'Route not found')
+}
+
+export interface ErrorHandlerOptions {
+  /** Also answer unknown routes; Fastify allows one not-found handler per prefix. */
+  notFound: boolean
+}
+
+/** Sets the Error-shaped error handler (and not-found handler) on the scope that registers it. */
+export default fp<ErrorHandlerOptions>(async function errorHandler (fastify, { notFound }) {
+  fastify.setErrorHandler(handleError)
+  if (notFound) fastify.setNotFoundHandler(handleNotFound)
+}, { name: 'plant-store-error-handler' })

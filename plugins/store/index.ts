@@ -1,0 +1,44 @@
+import fp from 'fastify-plugin'
+import { createMemoryStore } from './memory.js'
+import { openSqliteStore } from './sqlite.js'
+import type { PlantStore } from './types.js'
+
+export type { ListOptions, PlantStore } from './types.js'
+
+/** The store URLs understood: `memory:` and `sqlite:<path>`. */
+export const STORE_URL_PATTERN = '^(memory:$|sqlite:.+)'
+
+/** A store that cannot be opened: a setting to fix, not a request to retry. */
+export class StoreOpenError extends Error {}
+
+/** Opens the store a URL names (the DATABASE_URL setting). */
+export async function openStore (url: string): Promise<PlantStore> {
+  if (url === 'memory:') return createMemoryStore()
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length)
+    try {
+      return openSqliteStore(path)
+    } catch (cause) {
+      throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
+    }
+  }
+  throw new StoreOpenError(`unsupported store URL "${url}": use memory: or sqlite:<path>`)
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    plantStore: PlantStore
+  }
+}
+
+export interface StoreOptions {
+  /** A store URL to open (and close with the app), or a store the caller owns. */
+  store: string | PlantStore
+}
+
+export default fp<StoreOptions>(async function store (fastify, options) {
+  const owned = typeof options.store === 'string'
+  const plantStore = owned ? await openStore(options.store as string) : options.store as PlantStore
+  fastify.decorate('plantStore', plantStore)
+  if (owned) fastify.addHook('onClose', () => plantStore.close())
+}, { name: 'plant-store-store' })

@@ -1,0 +1,77 @@
+import { readFileSync } from 'node:fs'
+import addFormatsModule from 'ajv-formats'
+import envSchema from 'env-schema'
+import { Type, type Static } from 'typebox'
+import { STORE_URL_PATTERN } from '../plugins/store/index.js'
+import { DEFAULT_BODY_LIMIT } from './plugin.js'
+
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+/** The service's settings, read from the environment. Each description says how to set it right. */
+export const ConfigSchema = Type.Object({
+  HOST: Type.Union([Type.String({ format: 'hostname' }), Type.String({ format: 'ipv6' })], {
+    default: '127.0.0.1', description: 'the address to listen on: a host name or an IPv4/IPv6 address'
+  }),
+  PORT: Type.Integer({
+    minimum: 0, maximum: 65535, default: 3000, description: 'the TCP port to listen on, 0 to 65535 (0 picks a free one)'
+  }),
+  DATABASE_URL: Type.String({
+    pattern: STORE_URL_PATTERN,
+    default: 'sqlite:./data/plants.db',
+    description: 'the store: sqlite:<path> or memory:'
+  }),
+  API_TOKENS: Type.Optional(Type.String({ description: 'accepted bearer tokens, comma-separated' })),
+  API_TOKENS_FILE: Type.Optional(Type.String({ description: 'a file of accepted bearer tokens, one a line' })),
+  LOG_LEVEL: Type.Enum(LOG_LEVELS, { default: 'info', description: `one of ${LOG_LEVELS.join(', ')}` }),
+  BODY_LIMIT: Type.Integer({
+    minimum: 1, default: DEFAULT_BODY_LIMIT, description: 'the largest request body in bytes, a positive integer'
+  }),
+  SHUTDOWN_TIMEOUT: Type.Integer({
+    minimum: 0, default: 10000, description: 'the grace period for in-flight requests on shutdown, in ms'
+  }),
+  NODE_ENV: Type.Optional(Type.String({ description: 'production refuses to start without tokens' }))
+})
+
+export type Config = Static<typeof ConfigSchema>
+
+/** A setting that cannot be used; its message is one line that names the variable. */
+export class ConfigError extends Error {}
+
+interface AjvError { instancePath: string, message?: string, params: Record<string, unknown> }
+
+function configError (errors: AjvError[]): ConfigError {
+  const [first] = errors
+  const name = first.instancePath.slice(1) || String(first.params.missingProperty)
+  const { description } = ConfigSchema.properties[name as keyof Config] as unknown as { description: string }
+  return new ConfigError(`Invalid configuration: ${name} ${first.message}; set ${name} to ${description}.`)
+}
+
+/** Reads and checks the settings: throws a ConfigError naming the first bad variable. */
+export function loadConfig (env: Record<string, string | undefined>): Config {
+  try {
+    return envSchema<Config>({
+      schema: structuredClone(ConfigSchema),
+      data: env,
+      env: false,
+      ajv: { customOptions: (ajv) => addFormats(ajv as never) as never }
+    })
+  } catch (error) {
+    throw configError((error as { errors: AjvError[] }).errors)
+  }
+}
+
+/** The tokens of API_TOKENS and API_TOKENS_FILE together, trimmed, without empty entries. */
+export function readTokens (config: Pick<Config, 'API_TOKENS' | 'API_TOKENS_FILE'>): string[] {
+  const listed = config.API_TOKENS?.split(',') ?? []
+  let filed: string[] = []
+  if (config.API_TOKENS_FILE !== undefined) {
+    try {
+      filed = readFileSync(config.API_TOKENS_FILE, 'utf8').split('\n')
+    } catch (error) {
+      throw new ConfigError(`Invalid configuration: API_TOKENS_FILE cannot be read (${(error as NodeJS.ErrnoException).code}); set it to a readable file of tokens, one a line.`)
+    }
+  }
+  return [...new Set([...listed, ...filed].map((token) => token.trim()).filter(Boolean))]
+}

@@ -1,0 +1,43 @@
+import type { FastifyPluginAsync } from 'fastify'
+import auth from '../plugins/auth.js'
+import errorHandler from '../plugins/error-handler.js'
+import jsonBody from '../plugins/json-body.js'
+import store, { type PlantStore } from '../plugins/store/index.js'
+import strictValidation from '../plugins/validation.js'
+import healthRoutes from '../routes/health.js'
+import plantRoutes from '../routes/plants.js'
+import { sharedSchemas } from '../schemas/index.js'
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+
+export interface PlantStoreOptions {
+  /** Accepted bearer tokens. */
+  tokens: readonly string[]
+  /** A store URL (`memory:`, `sqlite:<path>`), opened and closed with the plugin, or a store you own. */
+  store: string | PlantStore
+  /** The largest request body accepted, in bytes (default 1 MiB). */
+  bodyLimit?: number
+}
+
+/**
+ * The plant store as a Fastify plugin. It is deliberately not wrapped in fastify-plugin: its
+ * parser, validation, error handling, auth and store stay inside it, and a host app is untouched.
+ */
+const plantStore: FastifyPluginAsync<PlantStoreOptions & { prefix?: string }> = async (fastify, options) => {
+  const { tokens, bodyLimit = DEFAULT_BODY_LIMIT } = options
+  for (const schema of sharedSchemas) fastify.addSchema(schema)
+  await fastify.register(strictValidation)
+  await fastify.register(jsonBody)
+  // Unknown routes under the plugin's own prefix are its to answer; without one they are the host's.
+  await fastify.register(errorHandler, { notFound: Boolean(options.prefix) })
+  await fastify.register(store, { store: options.store })
+  await fastify.register(healthRoutes)
+  // Auth is registered inside its own scope so that it guards the plant routes and nothing else.
+  await fastify.register(async function authenticated (scope) {
+    await scope.register(auth, { tokens })
+    await scope.register(plantRoutes, { bodyLimit })
+  })
+}
+
+export default plantStore
+export type { PlantStore } from '../plugins/store/index.js'

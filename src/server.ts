@@ -1,0 +1,51 @@
+import { randomBytes } from 'node:crypto'
+import closeWithGrace from 'close-with-grace'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, readTokens, type Config } from './config.js'
+import { StoreOpenError } from '../plugins/store/index.js'
+
+function exitWith (line: string): never {
+  process.stderr.write(`${line}\n`)
+  process.exit(1)
+}
+
+/** Configured tokens; without any, a token generated for this run (never in production). */
+function tokensFor (config: Config): string[] {
+  const tokens = readTokens(config)
+  if (tokens.length > 0) return tokens
+  if (config.NODE_ENV === 'production') {
+    throw new ConfigError('Invalid configuration: API_TOKENS or API_TOKENS_FILE must be set when NODE_ENV=production.')
+  }
+  const token = randomBytes(24).toString('base64url')
+  // A plain line on stderr, printed once: never part of the JSON log.
+  process.stderr.write(`No API_TOKENS or API_TOKENS_FILE set: this run accepts the generated token ${token}\n`)
+  return [token]
+}
+
+async function start () {
+  const config = loadConfig(process.env)
+  const tokens = tokensFor(config)
+  const app = await buildApp({ tokens, store: config.DATABASE_URL, bodyLimit: config.BODY_LIMIT }, {
+    logger: {
+      level: config.LOG_LEVEL,
+      // Readable lines for a person at a terminal, JSON for a log collector.
+      ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty' } } : {})
+    }
+  })
+  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an uncaught error')
+    else app.log.info({ signal }, 'shutting down: finishing requests in flight')
+    await app.close()
+  })
+  await app.listen({ host: config.HOST, port: config.PORT })
+}
+
+try {
+  await start()
+} catch (error) {
+  if (error instanceof ConfigError) exitWith(error.message)
+  if (error instanceof StoreOpenError) {
+    exitWith(`Invalid configuration: DATABASE_URL cannot be opened (${error.message}); set DATABASE_URL to a writable sqlite:<path> or memory:.`)
+  }
+  throw error
+}
