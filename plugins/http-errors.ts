@@ -7,6 +7,7 @@ export const ForbiddenKeyError = createError(
   'PLANT_STORE_FORBIDDEN_KEY', 'Body contains a forbidden __proto__ or constructor.prototype key', 400)
 export const EmptyBodyError = createError('PLANT_STORE_EMPTY_BODY', 'Body must not be empty', 400)
 export const UnauthorizedError = createError('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
+export const PlantNotFoundError = createError('PLANT_STORE_PLANT_NOT_FOUND', 'No plant has this id', 404)
 export const PlantExistsError = createError('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
 export const StoreUnavailableError = createError(
   'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503)

@@ -25,11 +25,11 @@ function toInt64 (value: unknown, acceptStrings: boolean): bigint | undefined {
 function int64Keyword (acceptStrings: boolean): FuncKeywordDefinition {
   const validate: SchemaValidateFunction = (_schema, data, _parentSchema, ctx) => {
     const value = toInt64(data, acceptStrings)
-    if (value === undefined || ctx === undefined) {
+    if (value === undefined) {
       validate.errors = [{ keyword: 'int64', message: INT64_MESSAGE, params: {} }]
       return false
     }
-    ctx.parentData[ctx.parentDataProperty] = value
+    ctx!.parentData[ctx!.parentDataProperty] = value
     return true
   }
   return { keyword: 'int64', modifying: true, schemaType: 'boolean', validate }

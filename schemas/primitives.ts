@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox'
+import { Type, type Static, type TSchema } from 'typebox'
 
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
@@ -21,3 +21,7 @@ export const StorableText = (description: string) =>
   Type.String({ pattern: STORABLE_TEXT_PATTERN, description })
 
 export type Int64Value = Static<ReturnType<typeof Int64>>
+
+/** A `$ref` to a shared schema that keeps its static type, so routes get typed requests and replies. */
+export const ref = <T extends TSchema>(schema: T) =>
+  Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#` })
