@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { securitySchemes } from '../schemas/index.js'
 
 export const DOCS_PREFIX = '/documentation'
 
@@ -18,13 +19,11 @@ export default fp(async function docs (fastify) {
         version: '1.0.0',
         license: { name: 'MIT', identifier: 'MIT' }
       },
-      components: {
-        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } }
-      }
+      components: { securitySchemes }
     },
     // Shared schemas keep their own names (NewPlant, Plant, Error) instead of def-0, def-1...
     refResolver: {
-      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`)
+      buildLocalReference: (json) => json.$id as string
     }
   })
   await fastify.register(swaggerUi, {

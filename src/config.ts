@@ -37,7 +37,9 @@ export const ConfigSchema = Type.Object({
 export type Config = Static<typeof ConfigSchema>
 
 /** A setting that cannot be used; its message is one line that names the variable. */
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
 
 interface AjvError { instancePath: string, message?: string, params: Record<string, unknown> }
 

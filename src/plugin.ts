@@ -41,3 +41,4 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions & { prefix?: string }> = 
 
 export default plantStore
 export type { PlantStore } from '../plugins/store/index.js'
+export { securitySchemes } from '../schemas/index.js'

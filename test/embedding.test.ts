@@ -1,0 +1,86 @@
+import swagger from '@fastify/swagger'
+import Fastify from 'fastify'
+import t, { type Test } from 'tap'
+import { createMemoryStore } from '../plugins/store/memory.js'
+import plantStore, { securitySchemes } from '../src/plugin.js'
+import packageJson from '../package.json' with { type: 'json' }
+import { TOKEN } from './helpers/app.js'
+
+async function hostApp (t: Test) {
+  const host = Fastify()
+  // A host that documents the plant routes declares the security scheme they name.
+  await host.register(swagger, {
+    openapi: { openapi: '3.1.0', info: { title: 'Host', version: '2.0.0' }, components: { securitySchemes } }
+  })
+  host.setErrorHandler((error: Error, _request, reply) => reply.code(418).send({ hostError: error.message }))
+  host.get('/host/hello', async () => ({ hello: 'world' }))
+  host.post('/host/echo', {
+    schema: { body: { type: 'object', properties: { count: { type: 'integer' } } } }
+  }, async (request) => request.body)
+  host.get('/host/fail', async () => { throw new Error('host failure') })
+  const store = createMemoryStore()
+  await host.register(plantStore, { prefix: '/store', tokens: [TOKEN], store })
+  await host.ready()
+  t.teardown(() => host.close())
+  return { host, store }
+}
+
+t.test('the package exports the plugin as its default', async (t) => {
+  t.equal(packageJson.exports['.'].default, './dist/src/plugin.js')
+  t.equal(packageJson.exports['.'].types, './dist/src/plugin.d.ts')
+  t.type(plantStore, 'function')
+})
+
+t.test('embedded under a prefix, the plant routes work with a token', async (t) => {
+  const { host, store } = await hostApp(t)
+  const created = await host.inject({
+    method: 'POST',
+    url: '/store/plants',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    payload: '{"id":9223372036854775807,"name":"Basil"}'
+  })
+  t.equal(created.statusCode, 200)
+  t.same(created.json(), { name: 'Basil' })
+  t.same(await store.get(9223372036854775807n), { name: 'Basil' })
+  const anonymous = await host.inject({ method: 'POST', url: '/store/plants', payload: { id: 1, name: 'x' } })
+  t.equal(anonymous.statusCode, 401)
+  t.same(anonymous.json(), { error: 401, message: 'A valid bearer token is required' })
+  const ready = await host.inject({ url: '/store/readyz' })
+  t.equal(ready.statusCode, 200)
+})
+
+t.test('host routes answer without a token and keep the host\'s own behaviour', async (t) => {
+  const { host } = await hostApp(t)
+  const hello = await host.inject({ url: '/host/hello' })
+  t.equal(hello.statusCode, 200)
+  t.same(hello.json(), { hello: 'world' })
+  const failure = await host.inject({ url: '/host/fail' })
+  t.equal(failure.statusCode, 418, 'the host error handler answers host errors')
+  t.same(failure.json(), { hostError: 'host failure' })
+  const coerced = await host.inject({ method: 'POST', url: '/host/echo', payload: { count: '5' } })
+  t.equal(coerced.statusCode, 200, 'the host keeps Fastify\'s coercing validation')
+  t.same(coerced.json(), { count: 5 })
+  const text = await host.inject({ method: 'POST', url: '/host/echo', headers: { 'content-type': 'text/plain' }, payload: 'hi' })
+  t.not(text.statusCode, 415, 'the host keeps its own body parsers')
+  const unknown = await host.inject({ url: '/host/nope' })
+  t.equal(unknown.statusCode, 404)
+  t.not(unknown.json().error, 404, 'unknown host routes get the host\'s 404, not the plugin\'s')
+})
+
+t.test('unknown routes under the plugin\'s prefix get the Error shape', async (t) => {
+  const { host } = await hostApp(t)
+  const response = await host.inject({ url: '/store/nope' })
+  t.equal(response.statusCode, 404)
+  t.same(response.json(), { error: 404, message: 'Route not found' })
+})
+
+t.test('the plant routes appear in the host\'s OpenAPI document', async (t) => {
+  const { host } = await hostApp(t)
+  const doc = host.swagger() as any
+  t.ok(doc.paths['/store/plants']?.post, 'POST /store/plants is documented')
+  t.same(doc.paths['/store/plants'].post.security, [{ bearerAuth: [] }])
+  t.ok(doc.paths['/host/hello'], 'host routes are documented too')
+  const bodyRef: string = doc.paths['/store/plants'].post.requestBody.content['application/json'].schema.$ref
+  const body = doc.components.schemas[bodyRef.replace('#/components/schemas/', '')]
+  t.match(body, { required: ['id', 'name'], properties: { id: { type: 'integer', format: 'int64' } } }, 'with the NewPlant schema')
+})

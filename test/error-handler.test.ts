@@ -1,0 +1,70 @@
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { StoreUnavailableError } from '../plugins/http-errors.js'
+import { createMemoryStore } from '../plugins/store/memory.js'
+import type { PlantStore } from '../plugins/store/types.js'
+import { AUTH, build, createPlant } from './helpers/app.js'
+
+/** A memory store whose create fails with the given error. */
+function failingStore (error: unknown): PlantStore {
+  return { ...createMemoryStore(), create: async () => { throw error } }
+}
+
+function logCollector () {
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write (chunk, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()))
+      done()
+    }
+  })
+  return { lines, logger: { level: 'info', stream } }
+}
+
+t.test('an unknown route is 404 in the Error shape', async (t) => {
+  const { app } = await build(t)
+  for (const [method, url] of [['GET', '/nope'], ['POST', '/plants/1'], ['PUT', '/plants'], ['PATCH', '/plants/1']] as const) {
+    const response = await app.inject({ method, url, headers: AUTH })
+    t.equal(response.statusCode, 404, `${method} ${url}`)
+    t.same(response.json(), { error: 404, message: 'Route not found' })
+  }
+})
+
+t.test('a bug is a 500 with a generic message, logged with the request id and never sent', async (t) => {
+  const { lines, logger } = logCollector()
+  const secret = new Error('SELECT * FROM plants failed at /srv/data/plants.db')
+  const { app } = await build(t, { store: failingStore(secret) }, { logger })
+  const response = await createPlant(app, { id: 1, name: 'n' })
+  t.equal(response.statusCode, 500)
+  t.same(response.json(), { error: 500, message: 'Internal server error' })
+  t.notMatch(response.body, /SELECT|plants\.db|at /)
+  const logged = lines.find((line) => line.msg === 'request failed')
+  t.ok(logged, 'the failure is logged')
+  t.equal(logged?.level, 50, 'at error level')
+  t.ok(logged?.reqId, 'with the request id')
+  t.match(JSON.stringify(logged), /plants\.db/, 'with the real error for the operator')
+})
+
+t.test('an unavailable store is 503 with its message', async (t) => {
+  const { app } = await build(t, { store: failingStore(new StoreUnavailableError()) })
+  const response = await createPlant(app, { id: 1, name: 'n' })
+  t.equal(response.statusCode, 503)
+  t.same(response.json(), { error: 503, message: 'The plant store is unavailable, try again later' })
+})
+
+t.test('an error with a nonsense status code is a 500', async (t) => {
+  for (const statusCode of [200, 302, 600, '404']) {
+    const error = Object.assign(new Error('strange'), { statusCode })
+    const { app } = await build(t, { store: failingStore(error) })
+    const response = await createPlant(app, { id: 1, name: 'n' })
+    t.equal(response.statusCode, 500, `statusCode ${statusCode}`)
+    t.same(response.json(), { error: 500, message: 'Internal server error' })
+  }
+})
+
+t.test('a thrown non-Error value is a 500', async (t) => {
+  const { app } = await build(t, { store: failingStore('a string') })
+  const response = await createPlant(app, { id: 1, name: 'n' })
+  t.equal(response.statusCode, 500)
+  t.same(response.json(), { error: 500, message: 'Internal server error' })
+})

@@ -1,0 +1,36 @@
+import type { FastifyServerOptions, InjectOptions } from 'fastify'
+import type { Test } from 'tap'
+import { createMemoryStore } from '../../plugins/store/memory.js'
+import type { PlantStore } from '../../plugins/store/types.js'
+import { buildApp } from '../../src/app.js'
+import type { PlantStoreOptions } from '../../src/plugin.js'
+
+export const TOKEN = 'test-token-0123456789'
+export const OTHER_TOKEN = 'another-accepted-token'
+export const AUTH = { authorization: `Bearer ${TOKEN}` }
+export const JSON_TYPE = { 'content-type': 'application/json' }
+
+export type App = Awaited<ReturnType<typeof buildApp>>
+
+/** The real app, as the server builds it, on a memory store the test can look into. */
+export async function build (t: Test, options: Partial<PlantStoreOptions> = {}, serverOptions: FastifyServerOptions = {}) {
+  const store: PlantStore = createMemoryStore()
+  const app = await buildApp({ tokens: [TOKEN, OTHER_TOKEN], store, ...options }, serverOptions)
+  t.teardown(() => app.close())
+  return { app, store }
+}
+
+/** POST /plants with a valid token; `payload` is sent as given (a string keeps big ids exact). */
+export function createPlant (app: App, payload: string | Buffer | object, headers: InjectOptions['headers'] = {}) {
+  return app.inject({
+    method: 'POST',
+    url: '/plants',
+    headers: { ...AUTH, ...JSON_TYPE, ...headers },
+    payload: typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload)
+  })
+}
+
+/** Every stored plant, for checking what a request did or did not store. */
+export async function storedPlants (store: PlantStore) {
+  return store.list({ limit: 1000 })
+}

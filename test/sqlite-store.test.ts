@@ -1,0 +1,68 @@
+import { existsSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { openStore } from '../plugins/store/index.js'
+import { openSqliteStore } from '../plugins/store/sqlite.js'
+import { buildApp } from '../src/app.js'
+import { AUTH, JSON_TYPE, TOKEN } from './helpers/app.js'
+
+t.test('the file and its folders are created on first start, in WAL mode with fsync on every commit', async (t) => {
+  const file = join(t.testdir(), 'a', 'b', 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  t.ok(existsSync(file))
+  const db = new Database(file, { readonly: true })
+  t.teardown(() => db.close())
+  t.equal(db.pragma('journal_mode', { simple: true }), 'wal')
+  t.equal(db.pragma('user_version', { simple: true }), 1, 'the schema is at its latest version')
+})
+
+t.test('a reopened file keeps its plants and is not migrated twice', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const first = openSqliteStore(file)
+  await first.create({ id: 2n ** 62n + 1n, name: 'kept', tag: 'x' })
+  await first.close()
+  const second = openSqliteStore(file)
+  t.teardown(() => second.close())
+  t.same(await second.get(2n ** 62n + 1n), { name: 'kept', tag: 'x' })
+})
+
+t.test('the DATABASE_URL forms open the right store', async (t) => {
+  const dir = t.testdir()
+  const sqlite = await openStore(`sqlite:${join(dir, 'x.db')}`)
+  await sqlite.create({ id: 1n, name: 'n' })
+  await sqlite.close()
+  t.ok(existsSync(join(dir, 'x.db')))
+  const memory = await openStore('memory:')
+  t.same(await memory.list({ limit: 10 }), [])
+  await t.rejects(openStore('mysql://localhost/x'), { name: 'StoreOpenError' })
+  writeFileSync(join(dir, 'file'), '')
+  await t.rejects(openStore(`sqlite:${join(dir, 'file', 'x.db')}`), { name: 'StoreOpenError' }, 'a path below a file cannot be opened')
+})
+
+t.test('a store the app opened is closed with the app', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const app = await buildApp({ tokens: [TOKEN], store: `sqlite:${file}` })
+  const created = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"id":1,"name":"n"}' })
+  t.equal(created.statusCode, 200)
+  await app.close()
+  t.notOk(existsSync(`${file}-wal`), 'the last connection closed cleanly: the WAL was checkpointed and removed')
+})
+
+t.test('a locked database answers 503, then service resumes when the lock goes', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const app = await buildApp({ tokens: [TOKEN], store: `sqlite:${file}` })
+  t.teardown(() => app.close())
+  const other = new Database(file)
+  t.teardown(() => other.close())
+  other.exec('BEGIN EXCLUSIVE')
+  const post = (id: number) => app.inject({
+    method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: `{"id":${id},"name":"n"}`
+  })
+  const locked = await post(1)
+  t.equal(locked.statusCode, 503)
+  t.same(locked.json(), { error: 503, message: 'The plant store is unavailable, try again later' })
+  other.exec('COMMIT')
+  t.equal((await post(1)).statusCode, 200)
+})
