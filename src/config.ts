@@ -20,7 +20,7 @@ export const ConfigSchema = Type.Object({
   DATABASE_URL: Type.String({
     pattern: STORE_URL_PATTERN,
     default: 'sqlite:./data/plants.db',
-    description: 'the store: sqlite:<path> or memory:'
+    description: 'the store: sqlite:<path>, postgres://user@host:port/database or memory:'
   }),
   API_TOKENS: Type.Optional(Type.String({ description: 'accepted bearer tokens, comma-separated' })),
   API_TOKENS_FILE: Type.Optional(Type.String({ description: 'a file of accepted bearer tokens, one a line' })),

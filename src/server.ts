@@ -45,7 +45,7 @@ try {
 } catch (error) {
   if (error instanceof ConfigError) exitWith(error.message)
   if (error instanceof StoreOpenError) {
-    exitWith(`Invalid configuration: DATABASE_URL cannot be opened (${error.message}); set DATABASE_URL to a writable sqlite:<path> or memory:.`)
+    exitWith(`Invalid configuration: DATABASE_URL cannot be opened (${error.message}); set DATABASE_URL to a writable sqlite:<path>, a reachable postgres:// database or memory:.`)
   }
   throw error
 }

@@ -1,17 +1,23 @@
 import fp from 'fastify-plugin'
 import { createMemoryStore } from './memory.js'
+import { openPostgresStore } from './postgres.js'
 import { openSqliteStore } from './sqlite.js'
 import type { PlantStore } from './types.js'
 
 export type { ListOptions, PlantStore } from './types.js'
 
-/** The store URLs understood: `memory:` and `sqlite:<path>`. */
-export const STORE_URL_PATTERN = '^(memory:$|sqlite:.+)'
+/** The store URLs understood: `memory:`, `sqlite:<path>` and `postgres://…` (or `postgresql://…`). */
+export const STORE_URL_PATTERN = '^(memory:$|sqlite:.+|postgres(ql)?://)'
 
 /** A store that cannot be opened: a setting to fix, not a request to retry. */
-export class StoreOpenError extends Error {}
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}
 
-/** Opens the store a URL names (the DATABASE_URL setting). */
+/**
+ * Opens the store a URL names (the DATABASE_URL setting). A PostgreSQL server that is down is not
+ * an open error: that store resolves and answers 503 until the server is back.
+ */
 export async function openStore (url: string): Promise<PlantStore> {
   if (url === 'memory:') return createMemoryStore()
   if (url.startsWith('sqlite:')) {
@@ -22,7 +28,15 @@ export async function openStore (url: string): Promise<PlantStore> {
       throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
     }
   }
-  throw new StoreOpenError(`unsupported store URL "${url}": use memory: or sqlite:<path>`)
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    try {
+      return await openPostgresStore(url)
+    } catch (cause) {
+      // The URL itself is left out of the message: it may hold a password.
+      throw new StoreOpenError(`PostgreSQL: ${(cause as Error).message}`, { cause })
+    }
+  }
+  throw new StoreOpenError(`unsupported store URL "${url}": use memory:, sqlite:<path> or postgres://…`)
 }
 
 declare module 'fastify' {

@@ -1,0 +1,63 @@
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+
+/** The server the PostgreSQL tests use; each test gets its own database there. */
+export const SERVER_URL = process.env.PLANT_STORE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+interface Teardown { teardown (fn: () => unknown): void }
+
+/** A connected client for the database at `url`; the caller ends it. */
+export async function connect (url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 })
+  client.on('error', () => {}) // a failure also rejects the query running
+  await client.connect()
+  return client
+}
+
+/** Runs `sql` on the database at `url`, e.g. to look behind a store: its rows. */
+export async function sqlOn<R extends pg.QueryResultRow> (url: string, sql: string, values: unknown[] = []) {
+  const client = await connect(url)
+  try {
+    return (await client.query<R>(sql, values)).rows
+  } finally {
+    await client.end()
+  }
+}
+
+let probe: Promise<string | undefined> | undefined
+
+/** Why the test server cannot be used, or undefined when it answers (asked once per process). */
+function unreachable (): Promise<string | undefined> {
+  probe ??= sqlOn(SERVER_URL, 'SELECT 1').then(
+    () => undefined,
+    (error: Error) => `PostgreSQL at ${new URL(SERVER_URL).host} is unreachable (${error.message}); set PLANT_STORE_TEST_PG_URL`)
+  return probe
+}
+
+export async function postgresAvailable (): Promise<boolean> {
+  return await unreachable() === undefined
+}
+
+/**
+ * The tap `skip` option for PostgreSQL tests: a one-line reason when the server is unreachable,
+ * except under CI=true, where every store must be tested, so the tests run and fail.
+ */
+export async function postgresSkip (): Promise<string | false> {
+  const reason = await unreachable()
+  return reason !== undefined && process.env.CI !== 'true' ? reason : false
+}
+
+let counter = 0
+
+/** A new, empty database on the test server, dropped at the test's teardown: its URL. */
+export async function freshDatabase (t: Teardown): Promise<string> {
+  const reason = await unreachable()
+  if (reason !== undefined) throw new Error(reason)
+  const name = `plant_store_test_${process.pid}_${++counter}_${randomBytes(4).toString('hex')}`
+  await sqlOn(SERVER_URL, `CREATE DATABASE ${name}`)
+  // FORCE: a store that failed to close must not leave the database behind.
+  t.teardown(() => sqlOn(SERVER_URL, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`))
+  const url = new URL(SERVER_URL)
+  url.pathname = `/${name}`
+  return url.href
+}

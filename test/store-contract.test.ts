@@ -1,0 +1,320 @@
+import { once } from 'node:events'
+import { createServer, connect as connectTcp, type AddressInfo, type Socket } from 'node:net'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
+import { openStore, STORE_URL_PATTERN, StoreOpenError } from '../plugins/store/index.js'
+import { createMemoryStore } from '../plugins/store/memory.js'
+import { openPostgresStore } from '../plugins/store/postgres.js'
+import { openSqliteStore } from '../plugins/store/sqlite.js'
+import type { PlantStore } from '../plugins/store/types.js'
+import { INT64_MAX, INT64_MIN } from '../schemas/primitives.js'
+import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
+
+interface StoreKind {
+  name: string
+  skip: string | false
+  /** A new, empty store, closed at the test's teardown. */
+  open (t: Test): Promise<PlantStore>
+  /** What the store does with text the HTTP schema refuses: see the test that documents it. */
+  nul: 'kept' | 'refused'
+  /** What `'a\ud800b'` reads back as. */
+  loneSurrogate: string
+}
+
+function closing (t: Test, store: PlantStore) {
+  t.teardown(() => store.close())
+  return store
+}
+
+const pgSkip = await postgresSkip()
+
+const KINDS: StoreKind[] = [
+  {
+    name: 'memory',
+    skip: false,
+    open: async (t) => closing(t, createMemoryStore()),
+    nul: 'kept',
+    loneSurrogate: 'a\ud800b'
+  },
+  {
+    name: 'sqlite',
+    skip: false,
+    open: async (t) => closing(t, openSqliteStore(join(t.testdir(), 'plants.db'))),
+    nul: 'kept',
+    // better-sqlite3 writes the surrogate as the invalid UTF-8 bytes ED A0 80: three U+FFFD on reading.
+    loneSurrogate: 'a\ufffd\ufffd\ufffdb'
+  },
+  {
+    name: 'postgres',
+    skip: pgSkip,
+    open: async (t) => closing(t, await openPostgresStore(await freshDatabase(t))),
+    nul: 'refused',
+    loneSurrogate: 'a\ufffdb'
+  }
+]
+
+/** The rejection of `promise`, failing the test when it resolves instead. */
+async function rejection (t: Test, promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise
+  } catch (error) {
+    return error as Error
+  }
+  t.fail('expected a rejection')
+  return new Error('resolved')
+}
+
+async function timed<R> (work: () => Promise<R>): Promise<[R, number]> {
+  const start = performance.now()
+  const result = await work()
+  return [result, performance.now() - start]
+}
+
+const ids = async (store: PlantStore, after?: bigint, limit = 1000) =>
+  (await store.list({ after, limit })).map(({ id }) => id)
+
+function contract (t: Test, kind: StoreKind) {
+  t.test('create resolves the Plant without its id, with a tag only when one is given', async (t) => {
+    const store = await kind.open(t)
+    const bare = await store.create({ id: 1n, name: 'fern' })
+    t.strictSame(bare, { name: 'fern' })
+    t.strictSame(Object.keys(bare), ['name'])
+    const tagged = await store.create({ id: 2n, name: 'rose', tag: 'flower' })
+    t.strictSame(tagged, { name: 'rose', tag: 'flower' })
+    const empty = await store.create({ id: 3n, name: '', tag: '' })
+    t.strictSame(empty, { name: '', tag: '' }, 'an empty name and an empty tag are kept')
+    t.strictSame(Object.keys((await store.get(1n))!), ['name'], 'no tag key when read back')
+    t.strictSame(await store.get(2n), { name: 'rose', tag: 'flower' })
+    t.strictSame(await store.get(3n), { name: '', tag: '' }, 'an empty tag is not an absent one')
+  })
+
+  t.test('get of a missing id resolves undefined', async (t) => {
+    const store = await kind.open(t)
+    await store.create({ id: 1n, name: 'fern' })
+    t.equal(await store.get(2n), undefined)
+    t.equal(await store.get(-1n), undefined)
+  })
+
+  t.test('a duplicate create rejects with PlantExistsError (409) and keeps the first plant', async (t) => {
+    const store = await kind.open(t)
+    await store.create({ id: 7n, name: 'first' })
+    const error = await rejection(t, store.create({ id: 7n, name: 'second', tag: 'late' }))
+    t.ok(error instanceof PlantExistsError, 'PlantExistsError', { found: error })
+    t.equal((error as InstanceType<typeof PlantExistsError>).statusCode, 409)
+    t.strictSame(await store.get(7n), { name: 'first' })
+  })
+
+  t.test('50 concurrent creates of one id: exactly one wins, the rest get PlantExistsError', async (t) => {
+    const store = await kind.open(t)
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, (_, index) => store.create({ id: 42n, name: `racer ${index}` })))
+    const winners = results.flatMap((result, index) => result.status === 'fulfilled' ? [index] : [])
+    t.equal(winners.length, 1, 'one create fulfilled')
+    const losers = results.flatMap((result) => result.status === 'rejected' ? [result.reason] : [])
+    t.equal(losers.filter((reason) => reason instanceof PlantExistsError).length, 49, 'all others PlantExistsError')
+    t.strictSame(await store.get(42n), { name: `racer ${winners[0]}` }, 'the winner is stored')
+  })
+
+  t.test('int64 extremes round-trip exactly through get and list', async (t) => {
+    const store = await kind.open(t)
+    const extremes = [INT64_MAX, 2n ** 53n + 1n, INT64_MIN, -(2n ** 53n) - 1n]
+    for (const id of extremes) await store.create({ id, name: String(id) })
+    for (const id of extremes) t.strictSame(await store.get(id), { name: String(id) }, `get ${id}`)
+    const listed = await store.list({ limit: 10 })
+    t.strictSame(listed.map(({ id }) => id), [INT64_MIN, -(2n ** 53n) - 1n, 2n ** 53n + 1n, INT64_MAX])
+    t.ok(listed.every(({ id, name }) => typeof id === 'bigint' && name === String(id)), 'ids are exact BigInts')
+  })
+
+  t.test('list orders ids numerically, respects limit and uses after as an exclusive cursor', async (t) => {
+    const store = await kind.open(t)
+    for (const id of [10n, -5n, 2n]) await store.create({ id, name: `plant ${id}` })
+    t.strictSame(await store.list({ limit: 100 }), [
+      { id: -5n, name: 'plant -5' }, { id: 2n, name: 'plant 2' }, { id: 10n, name: 'plant 10' }
+    ])
+    t.strictSame(await ids(store, undefined, 2), [-5n, 2n], 'limit')
+    t.strictSame(await ids(store, -5n), [2n, 10n], 'after an existing id excludes it')
+    t.strictSame(await ids(store, 3n), [10n], 'after an id between two')
+    t.strictSame(await ids(store, -5n, 1), [2n], 'after and limit together')
+    t.strictSame(await ids(store, 10n), [], 'after the last id')
+    t.strictSame(await ids(store, INT64_MIN), [-5n, 2n, 10n], 'after the smallest int64')
+  })
+
+  t.test('paging through 25 plants with limit 10 gives each plant exactly once', async (t) => {
+    const store = await kind.open(t)
+    const created = Array.from({ length: 25 }, (_, index) => BigInt((index * 7919) % 25 - 12) * 1000003n)
+    for (const id of created) await store.create({ id, name: `plant ${id}` })
+    const pages: bigint[][] = []
+    let after: bigint | undefined
+    for (;;) {
+      const page = await ids(store, after, 10)
+      if (page.length === 0) break
+      pages.push(page)
+      after = page.at(-1)
+    }
+    t.strictSame(pages.map((page) => page.length), [10, 10, 5])
+    t.strictSame(pages.flat(), created.toSorted((a, b) => (a < b ? -1 : 1)))
+  })
+
+  t.test('delete resolves true, then false, and the id can be created again', async (t) => {
+    const store = await kind.open(t)
+    await store.create({ id: 5n, name: 'old', tag: 'gone' })
+    t.equal(await store.delete(5n), true)
+    t.equal(await store.get(5n), undefined)
+    t.equal(await store.delete(5n), false)
+    t.equal(await store.delete(6n), false, 'an id that never existed')
+    t.strictSame(await store.create({ id: 5n, name: 'new' }), { name: 'new' })
+    t.strictSame(await store.get(5n), { name: 'new' })
+    t.strictSame(await ids(store), [5n])
+  })
+
+  t.test('ping resolves', async (t) => {
+    const store = await kind.open(t)
+    await t.resolves(store.ping())
+  })
+
+  // The HTTP schema refuses U+0000 and unpaired surrogates (STORABLE_TEXT_PATTERN) because the
+  // stores disagree on them: this records what each would do if such a string got through.
+  t.test('documents why the API refuses U+0000 and lone surrogates: what this store does with them', async (t) => {
+    const store = await kind.open(t)
+    const nul = 'a\u0000b'
+    if (kind.nul === 'kept') {
+      await store.create({ id: 1n, name: nul })
+      t.strictSame(await store.get(1n), { name: nul }, 'U+0000 kept')
+    } else {
+      const error = await rejection(t, store.create({ id: 1n, name: nul }))
+      t.notOk(error instanceof PlantExistsError || error instanceof StoreUnavailableError, 'U+0000 refused: a 500')
+      t.equal(await store.get(1n), undefined, 'nothing stored')
+    }
+    await store.create({ id: 2n, name: 'a\ud800b' })
+    t.strictSame(await store.get(2n), { name: kind.loneSurrogate }, `lone surrogate read back as ${JSON.stringify(kind.loneSurrogate)}`)
+  })
+}
+
+for (const kind of KINDS) {
+  t.test(`${kind.name} store`, { skip: kind.skip }, async (t) => contract(t, kind))
+}
+
+/** A TCP server on a free local port; it and its connections are closed at teardown. */
+async function listen (t: Test, onSocket: (socket: Socket) => void): Promise<number> {
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket.on('close', () => sockets.delete(socket)))
+    onSocket(socket)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    return new Promise((resolve) => server.close(resolve))
+  })
+  return (server.address() as AddressInfo).port
+}
+
+async function assertUnavailableWithin (t: Test, label: string, work: () => Promise<unknown>) {
+  const [error, elapsed] = await timed(() => rejection(t, work()))
+  t.ok(error instanceof StoreUnavailableError, `${label}: StoreUnavailableError`, { found: error })
+  t.equal((error as InstanceType<typeof StoreUnavailableError>).statusCode, 503, `${label}: 503`)
+  t.ok(elapsed < 2000, `${label}: rejected within 2 s (${Math.round(elapsed)} ms)`)
+}
+
+t.test('postgres only', { skip: pgSkip }, async (t) => {
+  t.test('an unreachable server: open resolves, create and ping reject with 503 within 2 s', async (t) => {
+    const [store, elapsed] = await timed(() => openPostgresStore('postgres://postgres@127.0.0.1:1/plants'))
+    closing(t, store)
+    t.ok(elapsed < 2000, `open resolved in ${Math.round(elapsed)} ms`)
+    await assertUnavailableWithin(t, 'create', () => store.create({ id: 1n, name: 'fern' }))
+    await assertUnavailableWithin(t, 'ping', () => store.ping())
+  })
+
+  t.test('a server that accepts connections but never answers: 503 within 2 s', async (t) => {
+    const port = await listen(t, () => {})
+    const [store, elapsed] = await timed(() => openPostgresStore(`postgres://postgres@127.0.0.1:${port}/plants`))
+    closing(t, store)
+    t.ok(elapsed < 2000, `open resolved in ${Math.round(elapsed)} ms`)
+    await assertUnavailableWithin(t, 'create', () => store.create({ id: 1n, name: 'fern' }))
+    await assertUnavailableWithin(t, 'ping', () => store.ping())
+  })
+
+  t.test('a create stuck behind another transaction gives up with 503 within 2 s', async (t) => {
+    const url = await freshDatabase(t)
+    const store = closing(t, await openPostgresStore(url))
+    const blocker = await connect(url)
+    t.teardown(() => blocker.end())
+    await blocker.query('BEGIN')
+    await blocker.query("INSERT INTO plants (id, name) VALUES (1, 'uncommitted')")
+    await assertUnavailableWithin(t, 'create', () => store.create({ id: 1n, name: 'fern' }))
+    await blocker.query('ROLLBACK')
+    t.strictSame(await store.create({ id: 1n, name: 'fern' }), { name: 'fern' }, 'works once the lock is gone')
+  })
+
+  t.test('a server that is down at start-up: the table is created once it is back', async (t) => {
+    const direct = await freshDatabase(t)
+    const target = new URL(SERVER_URL)
+    let up = false
+    // A proxy to the test server that, while "down", drops every connection at once.
+    const port = await listen(t, (socket) => {
+      if (!up) return socket.destroy()
+      const server = connectTcp(Number(target.port || 5432), target.hostname)
+      socket.pipe(server).pipe(socket)
+      socket.on('error', () => server.destroy())
+      server.on('error', () => socket.destroy())
+    })
+    const proxied = new URL(direct)
+    proxied.hostname = '127.0.0.1'
+    proxied.port = String(port)
+    const store = closing(t, await openPostgresStore(proxied.href))
+    await assertUnavailableWithin(t, 'create while down', () => store.create({ id: 1n, name: 'fern' }))
+    await assertUnavailableWithin(t, 'ping while down', () => store.ping())
+    t.strictSame(await sqlOn(direct, "SELECT to_regclass('plants') AS plants"), [{ plants: null }], 'no table yet')
+    up = true
+    await t.resolves(store.ping(), 'ping once up')
+    t.strictSame(await store.create({ id: 1n, name: 'fern' }), { name: 'fern' })
+    t.strictSame(await store.get(1n), { name: 'fern' })
+  })
+
+  t.test('an idle connection closed by the server does not crash the process', async (t) => {
+    const url = await freshDatabase(t)
+    const store = closing(t, await openPostgresStore(url))
+    await store.create({ id: 1n, name: 'fern' })
+    const terminated = await sqlOn(SERVER_URL,
+      'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()',
+      [new URL(url).pathname.slice(1)])
+    t.ok(terminated.length > 0, `${terminated.length} store connection(s) terminated`)
+    await sleep(200) // the pool hears of it and drops the connection
+    t.strictSame(await store.get(1n), { name: 'fern' }, 'the store reconnects')
+  })
+
+  t.test('stores opened at once on one new database migrate it exactly once, without a race', async (t) => {
+    const url = await freshDatabase(t)
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore(url)))
+    for (const store of stores) closing(t, store)
+    t.strictSame(await sqlOn(url, 'SELECT version FROM plant_store_schema'), [{ version: 1 }])
+    await stores[0].create({ id: 1n, name: 'fern' })
+    for (const store of stores) t.strictSame(await store.get(1n), { name: 'fern' })
+  })
+
+  t.test('a database that does not exist is an open error, not an unavailable server', async (t) => {
+    const url = new URL(SERVER_URL)
+    url.pathname = '/plant_store_no_such_database'
+    const error = await rejection(t, openPostgresStore(url.href))
+    t.match(error, { code: '3D000' })
+  })
+
+  t.test('openStore opens postgres:// and postgresql:// URLs', async (t) => {
+    const pattern = new RegExp(STORE_URL_PATTERN)
+    t.ok(pattern.test('postgres://db.example/plants') && pattern.test('postgresql://db.example/plants'))
+    t.notOk(pattern.test('postgres:plants'), 'a URL without // is refused')
+    const url = new URL(await freshDatabase(t))
+    url.protocol = 'postgresql:'
+    const store = closing(t, await openStore(url.href))
+    t.strictSame(await store.create({ id: 1n, name: 'fern' }), { name: 'fern' })
+    const down = closing(t, await openStore('postgres://postgres@127.0.0.1:1/plants'))
+    await assertUnavailableWithin(t, 'a down server opens', () => down.ping())
+    const error = await rejection(t, openStore('postgres://plants:s3cret@127.0.0.1:99999/plants'))
+    t.ok(error instanceof StoreOpenError, 'an unusable URL is a StoreOpenError')
+    t.notMatch(error.message, /s3cret/, 'which does not show the password')
+  })
+})
