@@ -53,12 +53,14 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
   })
   const verify = fastify.verifyBearerAuth!
   fastify.addHook('onRequest', (request, reply, done) => {
-    const refuse = () => {
-      const sent = BEARER_TOKEN_SENT.test(request.headers.authorization ?? '')
-      reply.header('www-authenticate', sent ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE)
+    // invalid_token only when one bearer token was sent and it is not valid.
+    const refuse = (tokenRejected: boolean) => {
+      reply.header('www-authenticate', tokenRejected ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE)
       done(new UnauthorizedError())
     }
-    if (hasRepeatedAuthorization(request)) return refuse()
-    verify(request, reply, (error) => error ? refuse() : done())
+    if (hasRepeatedAuthorization(request)) return refuse(false)
+    verify(request, reply, (error) => error
+      ? refuse(BEARER_TOKEN_SENT.test(request.headers.authorization ?? ''))
+      : done())
   })
 }, { name: 'plant-store-auth' })

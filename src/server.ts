@@ -10,21 +10,18 @@ function exitWith (line: string): never {
 }
 
 /** Configured tokens; without any, a token generated for this run (never in production). */
-function tokensFor (config: Config): string[] {
+function tokensFor (config: Config): { tokens: string[], generated: boolean } {
   const tokens = readTokens(config)
-  if (tokens.length > 0) return tokens
+  if (tokens.length > 0) return { tokens, generated: false }
   if (config.NODE_ENV === 'production') {
     throw new ConfigError('Invalid configuration: API_TOKENS or API_TOKENS_FILE must be set when NODE_ENV=production.')
   }
-  const token = randomBytes(24).toString('base64url')
-  // A plain line on stderr, printed once: never part of the JSON log.
-  process.stderr.write(`No API_TOKENS or API_TOKENS_FILE set: this run accepts the generated token ${token}\n`)
-  return [token]
+  return { tokens: [randomBytes(24).toString('base64url')], generated: true }
 }
 
 async function start () {
   const config = loadConfig(process.env)
-  const tokens = tokensFor(config)
+  const { tokens, generated } = tokensFor(config)
   const app = await buildApp({ tokens, store: config.DATABASE_URL, bodyLimit: config.BODY_LIMIT }, {
     logger: {
       level: config.LOG_LEVEL,
@@ -38,6 +35,10 @@ async function start () {
     await app.close()
   })
   await app.listen({ host: config.HOST, port: config.PORT })
+  if (generated) {
+    // A plain line on stderr, printed once when the service is up: never part of the JSON log.
+    process.stderr.write(`No API_TOKENS or API_TOKENS_FILE set: this run accepts the generated token ${tokens[0]}\n`)
+  }
 }
 
 try {

@@ -1,0 +1,300 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { connect } from 'node:net'
+import { fileURLToPath } from 'node:url'
+
+/** The server entry, run as TypeScript source through the loaders tap gave this process. */
+export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.ts', import.meta.url))
+
+/** Start-up goes through the TypeScript loader: slow, on a busy machine slower still. */
+export const START_TIMEOUT = 20_000
+
+// Every variable the service reads: none of them may leak in from the environment of the test run.
+const SERVICE_VARIABLES = [
+  'HOST', 'PORT', 'DATABASE_URL', 'API_TOKENS', 'API_TOKENS_FILE', 'LOG_LEVEL', 'BODY_LIMIT',
+  'SHUTDOWN_TIMEOUT', 'NODE_ENV'
+]
+
+/** Variables to set for the child; `undefined` removes one of the defaults. */
+export type EnvOverrides = Record<string, string | undefined>
+
+export interface Exit { code: number | null, signal: NodeJS.Signals | null }
+
+/** One line of the JSON log. */
+export interface LogLine {
+  level: number
+  msg?: string
+  reqId?: string
+  [key: string]: unknown
+}
+
+export interface SpawnedServer {
+  child: ChildProcess
+  /** Everything written on stdout so far. */
+  stdout (): string
+  /** Everything written on stderr so far. */
+  stderr (): string
+  /** The stdout lines so far that are JSON log lines. */
+  logs (): LogLine[]
+  /** Resolves with the first log line (past or future) that matches; rejects on exit or timeout. */
+  waitForLog (match: (line: LogLine) => boolean, timeout?: number): Promise<LogLine>
+  exited: Promise<Exit>
+}
+
+export interface ServerProcess extends SpawnedServer {
+  /** `http://127.0.0.1:<port>`, the address the server logged. */
+  url: string
+}
+
+/** What the helpers need of a tap test: a teardown. */
+export interface Teardown { teardown (fn: () => unknown): void }
+
+/**
+ * A clean environment for the server: the test run's own (loaders, tap's process info) without any
+ * service variable, then the defaults (127.0.0.1, PORT=0, info, memory:), then the overrides.
+ */
+export function serverEnv (overrides: EnvOverrides = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  for (const name of SERVICE_VARIABLES) delete env[name]
+  Object.assign(env, { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: 'memory:' })
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === undefined) delete env[name]
+    else env[name] = value
+  }
+  return env
+}
+
+function parseLogLine (line: string): LogLine | undefined {
+  try {
+    const value: unknown = JSON.parse(line)
+    return typeof value === 'object' && value !== null && typeof (value as LogLine).level === 'number'
+      ? value as LogLine
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const isAlive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
+
+/**
+ * Spawns `node <loaders> src/server.ts` with a clean environment, without waiting for anything.
+ * The child is killed (SIGKILL) at the test's teardown if it is still running.
+ */
+export function spawnServer (t: Teardown, overrides: EnvOverrides = {}): SpawnedServer {
+  const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY], {
+    env: serverEnv(overrides),
+    stdio: ['ignore', 'pipe', 'pipe']
+  })
+  let out = ''
+  let err = ''
+  let partial = ''
+  const lines: LogLine[] = []
+  const waiters = new Set<(line: LogLine) => void>()
+
+  const exited = new Promise<Exit>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }))
+  })
+  // A spawn failure is reported through 'error'; without a listener it would crash the test run.
+  child.once('error', (error) => { err += `spawn failed: ${error.message}\n` })
+
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk
+    const pieces = (partial + chunk).split('\n')
+    partial = pieces.pop()!
+    for (const piece of pieces) {
+      const line = parseLogLine(piece)
+      if (line === undefined) continue
+      lines.push(line)
+      for (const waiter of [...waiters]) waiter(line)
+    }
+  })
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { err += chunk })
+
+  t.teardown(async () => {
+    if (isAlive(child)) child.kill('SIGKILL')
+    await exited
+  })
+
+  function waitForLog (match: (line: LogLine) => boolean, timeout = START_TIMEOUT): Promise<LogLine> {
+    const seen = lines.find(match)
+    if (seen !== undefined) return Promise.resolve(seen)
+    return new Promise<LogLine>((resolve, reject) => {
+      const done = () => {
+        clearTimeout(timer)
+        waiters.delete(waiter)
+      }
+      const waiter = (line: LogLine) => {
+        if (!match(line)) return
+        done()
+        resolve(line)
+      }
+      const timer = setTimeout(() => {
+        done()
+        reject(new Error(`no matching log line within ${timeout} ms\nstdout:\n${out}\nstderr:\n${err}`))
+      }, timeout)
+      waiters.add(waiter)
+      // Let the stdout data of the exit be read before giving up on it.
+      exited.then(({ code, signal }) => setImmediate(() => {
+        if (!waiters.has(waiter)) return
+        done()
+        reject(new Error(`the server exited (code ${code}, signal ${signal}) before the log line\nstdout:\n${out}\nstderr:\n${err}`))
+      }), () => {})
+    })
+  }
+
+  return { child, stdout: () => out, stderr: () => err, logs: () => [...lines], waitForLog, exited }
+}
+
+const LISTENING = /^Server listening at (http:\/\/127\.0\.0\.1:(\d+))$/
+
+/** Starts the server and resolves once it logged the address it listens at. */
+export async function startServer (t: Teardown, overrides: EnvOverrides = {}): Promise<ServerProcess> {
+  const server = spawnServer(t, overrides)
+  const line = await server.waitForLog((candidate) => LISTENING.test(candidate.msg ?? ''), START_TIMEOUT)
+  const [, url] = LISTENING.exec(line.msg!)!
+  return { ...server, url }
+}
+
+/** The exit of a server, or a rejection if it is still running after `timeout` ms. */
+export async function exitWithin (server: SpawnedServer, timeout: number): Promise<Exit> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(
+      `still running after ${timeout} ms\nstdout:\n${server.stdout()}\nstderr:\n${server.stderr()}`)), timeout)
+  })
+  try {
+    return await Promise.race([server.exited, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The non-empty lines of a text (stderr is expected to hold whole lines). */
+export function linesOf (text: string): string[] {
+  return text.split('\n').filter((line) => line.trim() !== '')
+}
+
+export interface RawResponse {
+  status: number
+  headers: Record<string, string[]>
+  body: string
+}
+
+/**
+ * Sends a request written by hand on a fresh socket (e.g. with a header repeated, which fetch and
+ * http.request would merge) and reads the response until the server closes the connection.
+ */
+export function rawRequest (url: string, head: string[], body = ''): Promise<RawResponse> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname)
+    const chunks: Buffer[] = []
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no complete response within 10 s')))
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    socket.on('error', reject)
+    socket.on('end', () => {
+      try {
+        resolve(parseRawResponse(Buffer.concat(chunks).toString('utf8')))
+      } catch (error) {
+        reject(error)
+      }
+    })
+    socket.write([...head, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`, '', body].join('\r\n'))
+  })
+}
+
+function dechunk (text: string): string {
+  let rest = text
+  let body = ''
+  for (;;) {
+    const eol = rest.indexOf('\r\n')
+    const size = parseInt(rest.slice(0, eol), 16)
+    if (eol < 0 || Number.isNaN(size)) throw new Error(`bad chunked body: ${JSON.stringify(text)}`)
+    if (size === 0) return body
+    body += rest.slice(eol + 2, eol + 2 + size)
+    rest = rest.slice(eol + 2 + size + 2)
+  }
+}
+
+function parseRawResponse (text: string): RawResponse {
+  const end = text.indexOf('\r\n\r\n')
+  if (end < 0) throw new Error(`incomplete response: ${JSON.stringify(text)}`)
+  const [statusLine, ...headerLines] = text.slice(0, end).split('\r\n')
+  const status = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine)
+  if (status === null) throw new Error(`bad status line: ${statusLine}`)
+  const headers: Record<string, string[]> = {}
+  for (const line of headerLines) {
+    const colon = line.indexOf(':')
+    const name = line.slice(0, colon).trim().toLowerCase()
+    ;(headers[name] ??= []).push(line.slice(colon + 1).trim())
+  }
+  const payload = text.slice(end + 4)
+  const chunked = headers['transfer-encoding']?.some((value) => /chunked/i.test(value)) ?? false
+  return { status: Number(status[1]), headers, body: chunked ? dechunk(payload) : payload }
+}
+
+export interface SlowRequest {
+  /** Sends the rest of the body and resolves with the whole response. */
+  finish (rest: string): Promise<{ status: number, headers: IncomingHttpHeaders, body: string }>
+}
+
+/**
+ * Starts a POST whose headers and first part of the body are sent now, the rest only on
+ * `finish`: the request is in flight for as long as the caller wants. Its own connection.
+ */
+export function slowPost (url: string, headers: Record<string, string>, first: string, total: number): SlowRequest {
+  let pending: ReturnType<typeof httpRequest> | undefined
+  const response = new Promise<{ status: number, headers: IncomingHttpHeaders, body: string }>((resolve, reject) => {
+    const request = httpRequest(url, {
+      method: 'POST',
+      agent: false,
+      headers: { ...headers, 'content-length': String(total) }
+    }, (res) => {
+      let body = ''
+      res.setEncoding('utf8')
+      res.on('data', (chunk: string) => { body += chunk })
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body }))
+      res.on('error', reject)
+    })
+    request.on('error', reject)
+    request.flushHeaders()
+    request.write(first)
+    pending = request
+  })
+  // Keep an unhandled rejection from surfacing before `finish` is awaited.
+  response.catch(() => {})
+  return {
+    finish (rest: string) {
+      pending!.end(rest)
+      return response
+    }
+  }
+}
+
+export interface IdleConnection {
+  /** Resolves when the server closes the connection. */
+  closed: Promise<void>
+  destroy (): void
+}
+
+/**
+ * Opens a connection, has one keep-alive request (GET /healthz) answered on it, and leaves it idle:
+ * a client's pooled connection between two requests.
+ */
+export function idleConnection (url: string): Promise<IdleConnection> {
+  const { hostname, port, host } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname)
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    let received = ''
+    socket.setEncoding('utf8')
+    socket.on('error', reject)
+    socket.on('data', (chunk: string) => {
+      received += chunk
+      if (received.includes('{"status":"ok"}')) resolve({ closed, destroy: () => socket.destroy() })
+    })
+    socket.once('close', () => reject(new Error(`closed before the response: ${JSON.stringify(received)}`)))
+    socket.write(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`)
+  })
+}
