@@ -1,3 +1,5 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
@@ -27,6 +29,25 @@ export function handleError (error: FastifyError, request: FastifyRequest, reply
   }
   request.log.error({ err: error }, 'request failed')
   return sendError(reply, status, status === 503 ? error.message : INTERNAL_ERROR_MESSAGE)
+}
+
+// Errors Node's HTTP parser raises before there is a request to answer.
+const CLIENT_ERRORS: Record<string, [number, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'Request header fields too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request timed out'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Request body is too large']
+}
+
+/** Answers a request Node could not parse in the Error shape, then closes the connection. */
+export function handleClientError (error: NodeJS.ErrnoException, socket: Socket) {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'Malformed HTTP request']
+  const body = JSON.stringify({ error: status, message } satisfies ErrorBody)
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }
 
 export function handleNotFound (_request: FastifyRequest, reply: FastifyReply) {

@@ -68,3 +68,13 @@ t.test('a thrown non-Error value is a 500', async (t) => {
   t.equal(response.statusCode, 500)
   t.same(response.json(), { error: 500, message: 'Internal server error' })
 })
+
+t.test('a malformed or absurd URL is answered in the Error shape', async (t) => {
+  const { app } = await build(t)
+  const malformed = await app.inject({ url: '/plants/%zz', headers: AUTH })
+  t.equal(malformed.statusCode, 400)
+  t.same(malformed.json(), { error: 400, message: "'/plants/%zz' is not a valid url component" })
+  const long = await app.inject({ url: `/plants/${'9'.repeat(200)}`, headers: AUTH })
+  t.equal(long.statusCode, 400)
+  t.match(long.json(), { error: 400, message: /^params\/id must be an integer/ })
+})
