@@ -41,11 +41,12 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-interface AjvError { instancePath: string, message?: string, params: Record<string, unknown> }
+interface AjvError { instancePath: string, message?: string }
 
 function configError (errors: AjvError[]): ConfigError {
   const [first] = errors
-  const name = first.instancePath.slice(1) || String(first.params.missingProperty)
+  // Every setting has a default or is optional, so an error is always about a value given.
+  const name = first.instancePath.slice(1)
   const { description } = ConfigSchema.properties[name as keyof Config] as unknown as { description: string }
   return new ConfigError(`Invalid configuration: ${name} ${first.message}; set ${name} to ${description}.`)
 }

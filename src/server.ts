@@ -48,5 +48,6 @@ try {
   if (error instanceof StoreOpenError) {
     exitWith(`Invalid configuration: DATABASE_URL cannot be opened (${error.message}); set DATABASE_URL to a writable sqlite:<path>, a reachable postgres:// database or memory:.`)
   }
-  throw error
+  // Anything else, such as a port already in use: one line too, not a stack trace.
+  exitWith(`Cannot start: ${(error as Error).message}`)
 }

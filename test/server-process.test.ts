@@ -284,3 +284,13 @@ t.test('a request with two Authorization headers is refused', async (t) => {
   await notCreated.body?.cancel()
   await stop(t, server)
 })
+
+t.test('a port already in use: exits non-zero with one line', async (t) => {
+  const first = await startServer(t, { API_TOKENS: TOKEN })
+  const second = spawnServer(t, { API_TOKENS: TOKEN, PORT: new URL(first.url).port })
+  const { code } = await exitWithin(second, 30_000)
+  t.not(code, 0, 'exits non-zero')
+  const lines = linesOf(second.stderr())
+  t.equal(lines.length, 1, `exactly one line on stderr:\n${second.stderr()}`)
+  t.match(lines[0] ?? '', /^Cannot start: .*EADDRINUSE/)
+})

@@ -66,3 +66,16 @@ t.test('a locked database answers 503, then service resumes when the lock goes',
   other.exec('COMMIT')
   t.equal((await post(1)).statusCode, 200)
 })
+
+t.test('a file that is not an SQLite database cannot be opened, and nothing is left open', async (t) => {
+  const file = join(t.testdir(), 'not-a-database.db')
+  writeFileSync(file, 'x'.repeat(4096))
+  t.throws(() => openSqliteStore(file), { code: 'SQLITE_NOTADB' })
+})
+
+t.test('an error that is not the database\'s own is passed on unchanged', async (t) => {
+  const store = openSqliteStore(join(t.testdir(), 'plants.db'))
+  t.teardown(() => store.close())
+  // The HTTP schema never lets such an id through; the driver refuses it with a RangeError.
+  await t.rejects(store.create({ id: 2n ** 63n, name: 'n' }), RangeError)
+})

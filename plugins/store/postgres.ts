@@ -118,7 +118,7 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
   })
   // The pool drops a broken idle connection and opens another when needed; without a listener,
   // a connection the server closes (restart, failover) would crash the process.
-  pool.on('error', () => {})
+  pool.on('error', ignore)
 
   let migration: Promise<void> | undefined
   const migrated = () => {
