@@ -12,16 +12,17 @@ export interface AuthOptions {
 const CHALLENGE = 'Bearer realm="plant-store"'
 const BEARER_TOKEN_SENT = /^bearer +\S/i
 
-const digest = (token: string) => createHash('sha256').update(token).digest()
+/** A fixed-length digest of a token: compared in constant time, and safe to use as a key. */
+export const tokenDigest = (token: string) => createHash('sha256').update(token).digest()
 
 /**
  * Compares fixed-length digests against every configured token, without stopping at a match:
  * the time taken tells neither the length of a token nor which one matched.
  */
 export function tokenChecker (tokens: readonly string[]) {
-  const digests = tokens.map(digest)
+  const digests = tokens.map(tokenDigest)
   return (presented: string): boolean => {
-    const candidate = digest(presented)
+    const candidate = tokenDigest(presented)
     let matched = false
     for (const known of digests) matched = timingSafeEqual(candidate, known) || matched
     return matched

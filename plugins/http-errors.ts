@@ -9,5 +9,8 @@ export const EmptyBodyError = createError('PLANT_STORE_EMPTY_BODY', 'Body must n
 export const UnauthorizedError = createError('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
 export const PlantNotFoundError = createError('PLANT_STORE_PLANT_NOT_FOUND', 'No plant has this id', 404)
 export const PlantExistsError = createError('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
+export const RateLimitedError = createError('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
+export const ServiceOverloadedError = createError(
+  'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503)
 export const StoreUnavailableError = createError(
   'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503)

@@ -1,14 +1,45 @@
+import helmet from '@fastify/helmet'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import Fastify, { type FastifyServerOptions } from 'fastify'
+import type { Server } from 'node:http'
+import Fastify, { type FastifyHttpOptions } from 'fastify'
 import docs from '../plugins/docs.js'
 import errorHandler, { handleClientError, handleError } from '../plugins/error-handler.js'
+import metricsPlugin, { createMetrics, instrumentStore } from '../plugins/metrics.js'
+import { openStore } from '../plugins/store/index.js'
+import type { Config } from './config.js'
 import plantStore, { type PlantStoreOptions } from './plugin.js'
+
+export type ServerOptions = FastifyHttpOptions<Server>
+
+/** The app's options as the configuration gives them: what the server entry and the tests use. */
+export function appOptions (config: Config, tokens: readonly string[]): PlantStoreOptions {
+  return {
+    tokens,
+    store: config.DATABASE_URL,
+    bodyLimit: config.BODY_LIMIT,
+    pressure: {
+      maxEventLoopDelay: config.PRESSURE_MAX_EVENT_LOOP_DELAY,
+      maxEventLoopUtilization: config.PRESSURE_MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedBytes: config.PRESSURE_MAX_HEAP_USED_BYTES
+    },
+    rateLimit: config.RATE_LIMIT_MAX > 0 ? { max: config.RATE_LIMIT_MAX, timeWindow: config.RATE_LIMIT_WINDOW } : undefined
+  }
+}
+
+/** Limits that make slow or oversized clients let go of the server's sockets. */
+export function connectionOptions (config: Config): ServerOptions {
+  return {
+    requestTimeout: config.REQUEST_TIMEOUT,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
+    http: { headersTimeout: config.HEADERS_TIMEOUT, maxHeaderSize: config.MAX_HEADER_SIZE }
+  }
+}
 
 /**
  * Builds the service, ready to listen but not listening: tests and the server entry use this same
- * factory. `serverOptions` carries what only the entry knows (logger, timeouts).
+ * factory. `serverOptions` carries what only the entry knows (logger, connection limits).
  */
-export async function buildApp (options: PlantStoreOptions, serverOptions: FastifyServerOptions = {}) {
+export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const app = Fastify({
     bodyLimit: options.bodyLimit,
     // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
@@ -21,11 +52,21 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Fasti
     routerOptions: { maxParamLength: 1000 },
     ...serverOptions
   }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const metrics = createMetrics()
+  const ownsStore = typeof options.store === 'string'
+  const store = instrumentStore(ownsStore ? await openStore(options.store as string) : options.store as never, metrics)
+  // Closed after the server has stopped and the requests in flight are answered.
+  if (ownsStore) app.addHook('onClose', () => store.close())
+
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })
+  // Security headers on every answer; helmet's default Content-Security-Policy suits Swagger UI.
+  await app.register(helmet)
+  await app.register(metricsPlugin, { metrics })
   // Before the routes: swagger collects them as they are added.
   await app.register(docs)
-  await app.register(plantStore, options)
+  await app.register(plantStore, { ...options, store })
   await app.ready()
   return app
 }

@@ -31,7 +31,35 @@ export const ConfigSchema = Type.Object({
   SHUTDOWN_TIMEOUT: Type.Integer({
     minimum: 0, default: 10000, description: 'the grace period for in-flight requests on shutdown, in ms'
   }),
-  NODE_ENV: Type.Optional(Type.String({ description: 'production refuses to start without tokens' }))
+  NODE_ENV: Type.Optional(Type.String({ description: 'production refuses to start without tokens' })),
+  REQUEST_TIMEOUT: Type.Integer({
+    minimum: 0, default: 30000, description: 'the longest time to receive a whole request, in ms (0: no limit)'
+  }),
+  HEADERS_TIMEOUT: Type.Integer({
+    minimum: 1, default: 10000, description: 'the longest time to receive the request headers, in ms'
+  }),
+  KEEP_ALIVE_TIMEOUT: Type.Integer({
+    minimum: 1, default: 72000, description: 'how long an idle keep-alive connection stays open, in ms'
+  }),
+  MAX_HEADER_SIZE: Type.Integer({
+    minimum: 1024, default: 16384, description: 'the largest request header block in bytes (431 above it)'
+  }),
+  PRESSURE_MAX_EVENT_LOOP_DELAY: Type.Integer({
+    minimum: 0, default: 1000, description: 'event-loop delay in ms above which requests get 503 (0: off)'
+  }),
+  PRESSURE_MAX_EVENT_LOOP_UTILIZATION: Type.Number({
+    // Off by default: a busy but healthy server runs near 1 under load.
+    minimum: 0, maximum: 1, default: 0, description: 'event-loop utilization (0 to 1) above which requests get 503 (0: off)'
+  }),
+  PRESSURE_MAX_HEAP_USED_BYTES: Type.Integer({
+    minimum: 0, default: 0, description: 'heap use in bytes above which requests get 503 (0: off)'
+  }),
+  RATE_LIMIT_MAX: Type.Integer({
+    minimum: 0, default: 0, description: 'requests allowed per token per RATE_LIMIT_WINDOW (0: no rate limit)'
+  }),
+  RATE_LIMIT_WINDOW: Type.Integer({
+    minimum: 1, default: 60000, description: 'the rate limit window, in ms'
+  })
 })
 
 export type Config = Static<typeof ConfigSchema>

@@ -2,6 +2,8 @@ import type { FastifyPluginAsync } from 'fastify'
 import auth from '../plugins/auth.js'
 import errorHandler from '../plugins/error-handler.js'
 import jsonBody from '../plugins/json-body.js'
+import loadShedding, { type LoadSheddingOptions } from '../plugins/load-shedding.js'
+import perTokenRateLimit, { type RateLimitOptions } from '../plugins/rate-limit.js'
 import store, { type PlantStore } from '../plugins/store/index.js'
 import strictValidation from '../plugins/validation.js'
 import healthRoutes from '../routes/health.js'
@@ -17,6 +19,10 @@ export interface PlantStoreOptions {
   store: string | PlantStore
   /** The largest request body accepted, in bytes (default 1 MiB). */
   bodyLimit?: number
+  /** Load shedding on the plant routes: 503 with Retry-After while overloaded (default: off). */
+  pressure?: LoadSheddingOptions
+  /** A limit of requests per token on the plant routes: 429 beyond it (default: none). */
+  rateLimit?: RateLimitOptions
 }
 
 /**
@@ -34,7 +40,10 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions & { prefix?: string }> = 
   await fastify.register(healthRoutes)
   // Auth is registered inside its own scope so that it guards the plant routes and nothing else.
   await fastify.register(async function authenticated (scope) {
+    // First shed load, then check the token, then count the request against that token.
+    await scope.register(loadShedding, options.pressure ?? {})
     await scope.register(auth, { tokens })
+    if (options.rateLimit) await scope.register(perTokenRateLimit, options.rateLimit)
     await scope.register(plantRoutes, { bodyLimit })
   })
 }

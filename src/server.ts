@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
-import { buildApp } from './app.js'
+import { appOptions, buildApp, connectionOptions } from './app.js'
 import { ConfigError, loadConfig, readTokens, type Config } from './config.js'
 import { StoreOpenError } from '../plugins/store/index.js'
 
@@ -22,7 +22,8 @@ function tokensFor (config: Config): { tokens: string[], generated: boolean } {
 async function start () {
   const config = loadConfig(process.env)
   const { tokens, generated } = tokensFor(config)
-  const app = await buildApp({ tokens, store: config.DATABASE_URL, bodyLimit: config.BODY_LIMIT }, {
+  const app = await buildApp(appOptions(config, tokens), {
+    ...connectionOptions(config),
     logger: {
       level: config.LOG_LEVEL,
       // Readable lines for a person at a terminal, JSON for a log collector.

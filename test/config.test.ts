@@ -10,7 +10,16 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     DATABASE_URL: 'sqlite:./data/plants.db',
     LOG_LEVEL: 'info',
     BODY_LIMIT: 1048576,
-    SHUTDOWN_TIMEOUT: 10000
+    SHUTDOWN_TIMEOUT: 10000,
+    REQUEST_TIMEOUT: 30000,
+    HEADERS_TIMEOUT: 10000,
+    KEEP_ALIVE_TIMEOUT: 72000,
+    MAX_HEADER_SIZE: 16384,
+    PRESSURE_MAX_EVENT_LOOP_DELAY: 1000,
+    PRESSURE_MAX_EVENT_LOOP_UTILIZATION: 0,
+    PRESSURE_MAX_HEAP_USED_BYTES: 0,
+    RATE_LIMIT_MAX: 0,
+    RATE_LIMIT_WINDOW: 60000
   })
 })
 

@@ -1,8 +1,9 @@
-import type { FastifyServerOptions, InjectOptions } from 'fastify'
+import type { InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory.js'
 import type { PlantStore } from '../../plugins/store/types.js'
-import { buildApp } from '../../src/app.js'
+import { appOptions, buildApp, type ServerOptions } from '../../src/app.js'
+import { loadConfig } from '../../src/config.js'
 import type { PlantStoreOptions } from '../../src/plugin.js'
 
 export const TOKEN = 'test-token-0123456789'
@@ -12,10 +13,13 @@ export const JSON_TYPE = { 'content-type': 'application/json' }
 
 export type App = Awaited<ReturnType<typeof buildApp>>
 
+/** The options the server derives from an environment without settings. */
+export const DEFAULT_OPTIONS = appOptions(loadConfig({}), [TOKEN, OTHER_TOKEN])
+
 /** The real app, as the server builds it, on a memory store the test can look into. */
-export async function build (t: Test, options: Partial<PlantStoreOptions> = {}, serverOptions: FastifyServerOptions = {}) {
+export async function build (t: Test, options: Partial<PlantStoreOptions> = {}, serverOptions: ServerOptions = {}) {
   const store: PlantStore = createMemoryStore()
-  const app = await buildApp({ tokens: [TOKEN, OTHER_TOKEN], store, ...options }, serverOptions)
+  const app = await buildApp({ ...DEFAULT_OPTIONS, store, ...options }, serverOptions)
   t.teardown(() => app.close())
   return { app, store }
 }
