@@ -19,6 +19,8 @@ export default fp(async function docs (fastify) {
         version: '1.0.0',
         license: { name: 'MIT', identifier: 'MIT' }
       },
+      // Relative, so Try it out calls the service that serves the page, wherever it runs.
+      servers: [{ url: '/', description: 'This service' }],
       components: { securitySchemes }
     },
     // Shared schemas keep their own names (NewPlant, Plant, Error) instead of def-0, def-1...

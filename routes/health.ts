@@ -8,16 +8,23 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/healthz', {
     schema: {
       summary: 'Liveness: the process runs',
+      operationId: 'getHealth',
       tags: ['health'],
-      response: { 200: ref(HealthStatusSchema) }
+      security: [],
+      response: { 200: ref(HealthStatusSchema, 'The process runs') }
     }
   }, async () => OK)
 
   fastify.get('/readyz', {
     schema: {
       summary: 'Readiness: the store answers',
+      operationId: 'getReadiness',
       tags: ['health'],
-      response: { 200: ref(HealthStatusSchema), 503: ref(ErrorSchema) }
+      security: [],
+      response: {
+        200: ref(HealthStatusSchema, 'The store answers: the service can take requests'),
+        503: ref(ErrorSchema, 'The store does not answer')
+      }
     }
   }, async () => {
     try {

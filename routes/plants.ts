@@ -9,7 +9,12 @@ export interface PlantRoutesOptions {
   bodyLimit: number
 }
 
-const error = ref(ErrorSchema)
+const failure = (description: string) => ref(ErrorSchema, description)
+const badRequest = failure('The request is invalid: its body, id or query')
+const unauthorized = failure('No valid bearer token')
+const notFound = failure('No plant has this id')
+const tooManyRequests = failure('Too many requests for this token (when a rate limit is configured)')
+const unavailable = failure('The store is unavailable or the service overloaded: try again later')
 const security = [{ bearerAuth: [] }]
 const tags = ['plants']
 
@@ -27,7 +32,14 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
       body: ref(NewPlantSchema),
       response: {
         // The serializer writes only Plant's fields: the id never appears in the reply.
-        200: ref(PlantSchema), 400: error, 401: error, 409: error, 413: error, 415: error, 503: error
+        200: ref(PlantSchema, 'The plant as stored, without its id'),
+        400: badRequest,
+        401: unauthorized,
+        409: failure('A plant with this id exists already; it is unchanged'),
+        413: failure('The body is larger than the limit'),
+        415: failure('The body is not application/json'),
+        429: tooManyRequests,
+        503: unavailable
       }
     }
   }, async (request) => store.create(request.body))
@@ -39,7 +51,14 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
       tags,
       security,
       params: PlantIdSchema,
-      response: { 200: ref(PlantSchema), 400: error, 401: error, 404: error, 503: error }
+      response: {
+        200: ref(PlantSchema, 'The plant, without its id'),
+        400: badRequest,
+        401: unauthorized,
+        404: notFound,
+        429: tooManyRequests,
+        503: unavailable
+      }
     }
   }, async (request) => {
     const plant = await store.get(request.params.id)
@@ -55,7 +74,13 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
       tags,
       security,
       querystring: PlantListQuerySchema,
-      response: { 200: ref(PlantListSchema), 400: error, 401: error, 503: error }
+      response: {
+        200: ref(PlantListSchema, 'A page of plants, with their ids'),
+        400: badRequest,
+        401: unauthorized,
+        429: tooManyRequests,
+        503: unavailable
+      }
     }
   }, async (request) => store.list(request.query))
 
@@ -67,7 +92,14 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
       tags,
       security,
       params: PlantIdSchema,
-      response: { 204: { type: 'null', description: 'Deleted' }, 400: error, 401: error, 404: error, 503: error }
+      response: {
+        204: { type: 'null', description: 'Deleted' },
+        400: badRequest,
+        401: unauthorized,
+        404: notFound,
+        429: tooManyRequests,
+        503: unavailable
+      }
     }
   }, async (request, reply) => {
     if (!await store.delete(request.params.id)) throw new PlantNotFoundError()

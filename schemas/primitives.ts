@@ -23,5 +23,5 @@ export const StorableText = (description: string) =>
 export type Int64Value = Static<ReturnType<typeof Int64>>
 
 /** A `$ref` to a shared schema that keeps its static type, so routes get typed requests and replies. */
-export const ref = <T extends TSchema>(schema: T) =>
-  Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#` })
+export const ref = <T extends TSchema>(schema: T, description?: string) =>
+  Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#`, ...(description && { description }) })
