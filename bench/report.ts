@@ -1,0 +1,140 @@
+// Medians over rounds, ratios, the table on stdout and the JSON file of a run.
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+export type Path = 'create' | 'invalid' | 'anonymous'
+
+/** The status every response of a run on that path should have. */
+export const EXPECTED_STATUS: Record<Path, number> = { create: 200, invalid: 400, anonymous: 401 }
+
+export const BASELINE = 'baseline'
+
+/** One measured run: one target, one path, one round. Null where a figure does not apply. */
+export interface Run {
+  target: string
+  path: Path
+  round: number
+  seconds: number
+  requests: number
+  reqPerSec: number
+  p50Ms: number | null
+  p99Ms: number | null
+  cpuUsPerRequest: number | null
+  peakRssMiB: number | null
+  non2xx: number
+  /** Responses whose status is not the one expected on the path. */
+  unexpected: number
+  /** Connection errors and timeouts. */
+  errors: number
+  statusCodes: Record<string, number>
+  /** Figures of this kind of run only (pgbench's average latency). */
+  details?: Record<string, number>
+}
+
+const METRICS = [
+  'reqPerSec', 'p50Ms', 'p99Ms', 'cpuUsPerRequest', 'peakRssMiB', 'non2xx', 'unexpected', 'errors'
+] as const
+type Metric = typeof METRICS[number]
+
+export type Summary = { target: string, path: Path, rounds: number } & Record<Metric, number | null> & {
+  /** This target's figure divided by the baseline's on the same path. */
+  vsBaseline?: Record<'reqPerSec' | 'cpuUsPerRequest' | 'p99Ms' | 'peakRssMiB', number | null>
+}
+
+export interface Comparison { label: string, reqPerSec: number | null }
+
+export function median (values: (number | null)[]): number | null {
+  const sorted = values.filter((value): value is number => value !== null && Number.isFinite(value))
+    .sort((a, b) => a - b)
+  if (sorted.length === 0) return null
+  const middle = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+export function ratio (a: number | null, b: number | null): number | null {
+  return a === null || b === null || b === 0 ? null : a / b
+}
+
+/** Medians per target and path, in the order the runs first appear, with ratios to the baseline. */
+export function summarize (runs: Run[]): Summary[] {
+  const groups = new Map<string, Run[]>()
+  for (const run of runs) {
+    const key = `${run.target} ${run.path}`
+    groups.set(key, [...groups.get(key) ?? [], run])
+  }
+  const summaries: Summary[] = [...groups.values()].map((group) => ({
+    target: group[0].target,
+    path: group[0].path,
+    rounds: group.length,
+    ...Object.fromEntries(METRICS.map((metric) => [metric, median(group.map((run) => run[metric]))])) as Record<Metric, number | null>
+  }))
+  for (const summary of summaries) {
+    const base = summaries.find(({ target, path }) => target === BASELINE && path === summary.path)
+    // pgbench's SQL INSERT is no HTTP request: it compares to the PostgreSQL targets only.
+    if (base === undefined || base === summary || summary.target === 'pgbench') continue
+    summary.vsBaseline = {
+      reqPerSec: ratio(summary.reqPerSec, base.reqPerSec),
+      cpuUsPerRequest: ratio(summary.cpuUsPerRequest, base.cpuUsPerRequest),
+      p99Ms: ratio(summary.p99Ms, base.p99Ms),
+      peakRssMiB: ratio(summary.peakRssMiB, base.peakRssMiB)
+    }
+  }
+  return summaries
+}
+
+/** The median create req/s of `numerator` over that of `denominator`, when both ran. */
+export function compare (summaries: Summary[], numerator: string, denominator: string): Comparison | undefined {
+  const find = (target: string) => summaries.find((summary) => summary.target === target && summary.path === 'create')
+  const [top, bottom] = [find(numerator), find(denominator)]
+  if (top === undefined || bottom === undefined) return undefined
+  return { label: `${numerator} / ${denominator}`, reqPerSec: ratio(top.reqPerSec, bottom.reqPerSec) }
+}
+
+function format (value: number | null | undefined, digits = 0): string {
+  return value === null || value === undefined ? '-' : value.toFixed(digits)
+}
+
+export const PATH_LABEL: Record<Path, string> = { create: 'POST 200', invalid: 'POST 400', anonymous: 'POST 401' }
+
+export interface TableInput {
+  summaries: Summary[]
+  comparisons: Comparison[]
+  startupMs: number[]
+  notes: string[]
+}
+
+export function table ({ summaries, comparisons, startupMs, notes }: TableInput): string {
+  const header = [
+    'target', 'path', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'RSS MiB', 'non-2xx', 'unexp.', 'errors',
+    '× req/s', '× CPU/req', '× p99', '× RSS'
+  ]
+  const rows = summaries.map((s) => [
+    s.target, s.target === 'pgbench' ? 'INSERT' : PATH_LABEL[s.path],
+    format(s.reqPerSec), format(s.p50Ms, 1), format(s.p99Ms, 1), format(s.cpuUsPerRequest, 1),
+    format(s.peakRssMiB, 1), format(s.non2xx), format(s.unexpected), format(s.errors),
+    format(s.vsBaseline?.reqPerSec, 3), format(s.vsBaseline?.cpuUsPerRequest, 2),
+    format(s.vsBaseline?.p99Ms, 2), format(s.vsBaseline?.peakRssMiB, 2)
+  ])
+  const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)))
+  const line = (cells: string[]) => cells.map((cell, i) => i < 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])).join('  ')
+  const rounds = Math.max(0, ...summaries.map((s) => s.rounds))
+  return [
+    `Medians over ${rounds} round(s); × columns: this row ÷ the baseline on the same path.`,
+    line(header),
+    line(widths.map((width) => '-'.repeat(width))),
+    ...rows.map(line),
+    '',
+    ...comparisons.map(({ label, reqPerSec }) => `${label}: req/s ratio ${format(reqPerSec, 3)}`),
+    `start-up on a fresh SQLite file (spawn → first 200 of GET /healthz): median ${format(median(startupMs), 1)} ms` +
+      ` over ${startupMs.length} (${startupMs.map((ms) => ms.toFixed(0)).join(', ')} ms)`,
+    ...notes
+  ].join('\n') + '\n'
+}
+
+/** Writes the figures to `<dir>/<timestamp>.json`; returns the file's path. */
+export function writeResults (dir: string, started: Date, data: unknown): string {
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, `${started.toISOString().replace(/[:.]/g, '-')}.json`)
+  writeFileSync(file, JSON.stringify(data, null, 2) + '\n')
+  return file
+}
