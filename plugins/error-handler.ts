@@ -27,7 +27,8 @@ export function handleError (error: FastifyError, request: FastifyRequest, reply
     request.log.info({ status, code: error.code }, 'request refused: %s', error.message)
     return sendError(reply, status, error.message)
   }
-  request.log.error({ err: error }, 'request failed')
+  // A 503 (store unavailable, overloaded) is a state the service reports, not a bug.
+  request.log[status === 503 ? 'warn' : 'error']({ err: error }, 'request failed')
   return sendError(reply, status, status === 503 ? error.message : INTERNAL_ERROR_MESSAGE)
 }
 

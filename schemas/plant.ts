@@ -2,8 +2,8 @@ import { Type, type Static } from 'typebox'
 import { Int64, StorableText, ref } from './primitives.js'
 
 export const PlantSchema = Type.Object({
-  name: StorableText('The name of the plant'),
-  tag: Type.Optional(StorableText('Tag that specifies the type of the plant'))
+  name: StorableText('The name of the plant', 'Monstera'),
+  tag: Type.Optional(StorableText('Tag that specifies the type of the plant', 'tropical'))
 }, { $id: 'Plant', description: 'A plant in the store' })
 
 /** NewPlant is Plant plus a required int64 id. */
@@ -23,7 +23,7 @@ export const MAX_PAGE_SIZE = 1000
 
 export const PlantListQuerySchema = Type.Object({
   limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 100, description: 'The most plants to return' }),
-  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page'))
+  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page', 100))
 })
 
 export const PlantListSchema = Type.Array(ref(NewPlantSchema), {

@@ -8,8 +8,8 @@ export const INT64_MAX = 2n ** 63n - 1n
  * double. The JSON Schema keeps `type: integer, format: int64` for the OpenAPI document; the
  * validator checks these nodes with its own `int64` keyword (plugins/validation.ts).
  */
-export const Int64 = (description: string) =>
-  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description })
+export const Int64 = (description: string, example = 1) =>
+  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, examples: [example] })
 
 /**
  * Text that every store keeps exactly as sent: PostgreSQL refuses U+0000 and both SQLite and
@@ -17,8 +17,8 @@ export const Int64 = (description: string) =>
  */
 export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
 
-export const StorableText = (description: string) =>
-  Type.String({ pattern: STORABLE_TEXT_PATTERN, description })
+export const StorableText = (description: string, example: string) =>
+  Type.String({ pattern: STORABLE_TEXT_PATTERN, description, examples: [example] })
 
 export type Int64Value = Static<ReturnType<typeof Int64>>
 

@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import Database, { SqliteError } from 'better-sqlite3'
-import type { NewPlant } from '../../schemas/index.js'
+import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../http-errors.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
@@ -10,10 +10,17 @@ const MIGRATIONS = [
   'CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT) STRICT'
 ]
 
-// Failures of the disk or the file, not of the request: the client may retry later.
-const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|CORRUPT|NOTADB|PROTOCOL)/
+// The file cannot be written or reached for now (locked, read-only, disk full, I/O error): the
+// client may retry later. Anything else, such as a corrupt file, is a 500.
+const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|PROTOCOL)/
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
+
+interface PendingCreate {
+  plant: NewPlant
+  resolve: (plant: Plant) => void
+  reject: (error: unknown) => void
+}
 
 function migrate (db: Database.Database) {
   const version = Number(db.pragma('user_version', { simple: true }))
@@ -55,6 +62,7 @@ function guarded<A extends unknown[], R> (operation: (...args: A) => R) {
 /**
  * A store in one SQLite file, created with its folder on first use. WAL with synchronous=FULL
  * fsyncs every commit, so a create resolves only once the plant is on stable storage.
+ * better-sqlite3 is synchronous: each statement, and each commit's fsync, holds the event loop.
  */
 export function openSqliteStore (path: string): PlantStore {
   const file = resolve(path)
@@ -82,10 +90,41 @@ export function openSqliteStore (path: string): PlantStore {
   const remove = db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?')
   const check = db.prepare('SELECT 1')
 
-  return {
-    create: guarded(({ id, name, tag }: NewPlant) => {
+  // Group commit: the creates that arrive together (in one turn of the event loop) share one
+  // transaction, so one fsync acknowledges them all instead of one fsync each.
+  let pending: PendingCreate[] = []
+  const insertPending = db.transaction((batch: PendingCreate[]) => batch.map(({ plant: { id, name, tag } }) => {
+    try {
       insert.run(id, name, tag ?? null)
-      return toPlant(name, tag)
+      return undefined
+    } catch (error) {
+      // A taken id fails its own statement only; any other failure ends the whole transaction.
+      if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+      throw error
+    }
+  }))
+  function commitPending () {
+    const batch = pending
+    pending = []
+    let failures: Array<InstanceType<typeof SqliteError> | undefined>
+    try {
+      failures = insertPending(batch)
+    } catch (error) {
+      // Rolled back: no plant of this batch is stored.
+      for (const { reject } of batch) reject(translate(error))
+      return
+    }
+    batch.forEach(({ plant, resolve, reject }, i) => {
+      const failure = failures[i]
+      if (failure) reject(translate(failure))
+      else resolve(toPlant(plant.name, plant.tag))
+    })
+  }
+
+  return {
+    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
+      if (pending.length === 0) setImmediate(commitPending)
+      pending.push({ plant, resolve, reject })
     }),
     get: guarded((id: bigint) => {
       const row = select.get(id)
@@ -100,6 +139,7 @@ export function openSqliteStore (path: string): PlantStore {
       check.get()
     }),
     async close () {
+      if (pending.length > 0) commitPending()
       db.close()
     }
   }
