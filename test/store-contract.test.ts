@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { createServer, connect as connectTcp, type AddressInfo, type Socket } from 'node:net'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -12,6 +12,7 @@ import { openSqliteStore } from '../plugins/store/sqlite.js'
 import type { PlantStore } from '../plugins/store/types.js'
 import { INT64_MAX, INT64_MIN } from '../schemas/primitives.js'
 import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
+import { startTcpProxy } from './helpers/tcp-proxy.js'
 
 interface StoreKind {
   name: string
@@ -253,23 +254,17 @@ t.test('postgres only', { skip: pgSkip }, async (t) => {
   t.test('a server that is down at start-up: the table is created once it is back', async (t) => {
     const direct = await freshDatabase(t)
     const target = new URL(SERVER_URL)
-    let up = false
-    // A proxy to the test server that, while "down", drops every connection at once.
-    const port = await listen(t, (socket) => {
-      if (!up) return socket.destroy()
-      const server = connectTcp(Number(target.port || 5432), target.hostname)
-      socket.pipe(server).pipe(socket)
-      socket.on('error', () => server.destroy())
-      server.on('error', () => socket.destroy())
-    })
+    // A proxy to the test server that, while down, drops every connection at once.
+    const proxy = await startTcpProxy(t, target.hostname, Number(target.port || 5432))
+    proxy.down()
     const proxied = new URL(direct)
     proxied.hostname = '127.0.0.1'
-    proxied.port = String(port)
+    proxied.port = String(proxy.port)
     const store = closing(t, await openPostgresStore(proxied.href))
     await assertUnavailableWithin(t, 'create while down', () => store.create({ id: 1n, name: 'fern' }))
     await assertUnavailableWithin(t, 'ping while down', () => store.ping())
     t.strictSame(await sqlOn(direct, "SELECT to_regclass('plants') AS plants"), [{ plants: null }], 'no table yet')
-    up = true
+    proxy.up()
     await t.resolves(store.ping(), 'ping once up')
     t.strictSame(await store.create({ id: 1n, name: 'fern' }), { name: 'fern' })
     t.strictSame(await store.get(1n), { name: 'fern' })

@@ -1,0 +1,60 @@
+import { once } from 'node:events'
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
+import type { Teardown } from './server-process.js'
+
+export interface TcpProxy {
+  /** The local port the proxy listens on (127.0.0.1). */
+  port: number
+  /** A sudden outage: every open connection is destroyed at once, new ones until `up()`. */
+  down (): void
+  /** Forwards new connections to the target again. */
+  up (): void
+}
+
+/**
+ * A TCP proxy on a free local port that forwards each connection to `targetHost:targetPort` while
+ * up; it starts up. It and every connection through it are closed at the test's teardown.
+ */
+export async function startTcpProxy (t: Teardown, targetHost: string, targetPort: number): Promise<TcpProxy> {
+  let isUp = true
+  // Both ends of every forwarded connection, to cut them all at once.
+  const sockets = new Set<Socket>()
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.once('close', () => sockets.delete(socket))
+    // A reset is what an outage looks like: the other side is destroyed with it, nothing to report.
+    socket.on('error', () => {})
+    return socket
+  }
+
+  const server = createServer((client) => {
+    if (!isUp) {
+      client.on('error', () => {})
+      client.destroy()
+      return
+    }
+    track(client)
+    const target = track(connect(targetPort, targetHost))
+    client.pipe(target).pipe(client)
+    client.once('close', () => target.destroy())
+    target.once('close', () => client.destroy())
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+
+  return {
+    port: (server.address() as AddressInfo).port,
+    down () {
+      isUp = false
+      for (const socket of sockets) socket.destroy()
+    },
+    up () {
+      isUp = true
+    }
+  }
+}
