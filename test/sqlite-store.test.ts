@@ -79,3 +79,27 @@ t.test('an error that is not the database\'s own is passed on unchanged', async 
   // The HTTP schema never lets such an id through; the driver refuses it with a RangeError.
   await t.rejects(store.create({ id: 2n ** 63n, name: 'n' }), RangeError)
 })
+
+t.test('creates not yet committed when the store closes are committed first', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  const created = Promise.all([store.create({ id: 1n, name: 'a' }), store.create({ id: 2n, name: 'b' })])
+  await store.close()
+  t.same(await created, [{ name: 'a' }, { name: 'b' }])
+  const db = new Database(file, { readonly: true })
+  t.teardown(() => db.close())
+  t.same(db.prepare('SELECT name FROM plants ORDER BY id').all(), [{ name: 'a' }, { name: 'b' }])
+})
+
+t.test('one batch: a taken id fails alone, the others in the same commit are stored', async (t) => {
+  const store = openSqliteStore(join(t.testdir(), 'plants.db'))
+  t.teardown(() => store.close())
+  const results = await Promise.allSettled([
+    store.create({ id: 1n, name: 'first' }),
+    store.create({ id: 1n, name: 'second' }),
+    store.create({ id: 2n, name: 'third' })
+  ])
+  t.same(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.match((results[1] as PromiseRejectedResult).reason, { statusCode: 409 })
+  t.same(await store.list({ limit: 10 }), [{ id: 1n, name: 'first' }, { id: 2n, name: 'third' }])
+})
