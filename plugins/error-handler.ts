@@ -24,7 +24,9 @@ export function sendError (reply: FastifyReply, status: number, message: string)
 export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const status = statusOf(error)
   if (status < 500) {
-    request.log.info({ status, code: error.code }, 'request refused: %s', error.message)
+    // At debug: a flood of bad or anonymous requests must not become a flood of log lines
+    // (/metrics counts them by status).
+    request.log.debug({ status, code: error.code }, 'request refused: %s', error.message)
     return sendError(reply, status, error.message)
   }
   // A 503 (store unavailable, overloaded) is a state the service reports, not a bug.

@@ -67,12 +67,19 @@ export function instrumentStore (store: PlantStore, { storeDuration, plantsCreat
 /** Times every request of the app and serves the metrics, public, in Prometheus text format. */
 export default fp<{ metrics: Metrics }>(async function metricsPlugin (fastify: FastifyInstance, { metrics }) {
   const { registry, requestDuration } = metrics
-  fastify.addHook('onResponse', async (request, reply) => {
-    requestDuration.observe({
-      method: request.method,
-      route: request.routeOptions.url ?? 'unknown',
-      status_code: reply.statusCode
-    }, reply.elapsedTime / 1000)
+  // One labelled child per method, route and status, found by a string key: prom-client would
+  // otherwise hash the label object on every request.
+  const series = new Map<string, Histogram.Internal<'method' | 'route' | 'status_code'>>()
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url ?? 'unknown'
+    const key = `${request.method} ${route} ${reply.statusCode}`
+    let child = series.get(key)
+    if (child === undefined) {
+      child = requestDuration.labels(request.method, route, String(reply.statusCode))
+      series.set(key, child)
+    }
+    child.observe(reply.elapsedTime / 1000)
+    done()
   })
   fastify.get(METRICS_PATH, { schema: { hide: true } }, async (_request, reply) => {
     reply.type(registry.contentType)

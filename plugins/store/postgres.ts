@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { NewPlant } from '../../schemas/index.js'
+import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../http-errors.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
@@ -36,6 +36,16 @@ const UNAVAILABLE_PG_MESSAGES = new Set([
 const INT8_OID = pg.types.builtins.INT8
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
+
+interface PendingCreate {
+  plant: NewPlant
+  resolve: (plant: Plant) => void
+  reject: (error: unknown) => void
+}
+
+const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
+  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
+  ON CONFLICT (id) DO NOTHING RETURNING id`
 
 function isUnavailable (error: unknown): boolean {
   if (error instanceof pg.DatabaseError) return UNAVAILABLE_SQLSTATES.test(error.code ?? '')
@@ -149,11 +159,39 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
     }
   }
 
+  // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
+  // INSERT, so they share one round trip and one WAL flush. The database's own primary key still
+  // decides: an id it did not insert is taken (409), and a repeat of an id within the batch is 409
+  // whatever happens to the first one.
+  let pending: PendingCreate[] = []
+  async function insertPending () {
+    const batch = pending
+    pending = []
+    const first = new Map<bigint, PendingCreate>()
+    for (const create of batch) {
+      if (first.has(create.plant.id)) create.reject(new PlantExistsError())
+      else first.set(create.plant.id, create)
+    }
+    const plants = [...first.values()].map(({ plant }) => plant)
+    try {
+      const { rows } = await query<{ id: bigint }>(INSERT_BATCH, [
+        plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)
+      ])
+      const inserted = new Set(rows.map(({ id }) => id))
+      for (const [id, { plant, resolve, reject }] of first) {
+        if (inserted.has(id)) resolve(toPlant(plant.name, plant.tag))
+        else reject(new PlantExistsError())
+      }
+    } catch (error) {
+      for (const { reject } of first.values()) reject(error)
+    }
+  }
+
   return {
-    async create ({ id, name, tag }: NewPlant) {
-      await query('INSERT INTO plants (id, name, tag) VALUES ($1, $2, $3)', [id, name, tag ?? null])
-      return toPlant(name, tag)
-    },
+    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
+      if (pending.length === 0) setImmediate(insertPending)
+      pending.push({ plant, resolve, reject })
+    }),
     async get (id: bigint) {
       const { rows: [row] } = await query<PlantRow>('SELECT name, tag FROM plants WHERE id = $1', [id])
       return row && toPlant(row.name, row.tag)

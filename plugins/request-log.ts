@@ -1,0 +1,16 @@
+import fp from 'fastify-plugin'
+
+/**
+ * One access-log line per answered request, at debug: shown with LOG_LEVEL=debug, and costing
+ * nothing otherwise. At info, refusals (4xx) and failures (5xx) are still logged one by one by the
+ * error handler, and /metrics counts every request.
+ */
+export default fp(async function requestLog (fastify) {
+  if (fastify.log.level !== 'debug' && fastify.log.level !== 'trace') return
+  fastify.addHook('onResponse', (request, reply, done) => {
+    request.log.debug({
+      method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: reply.elapsedTime
+    }, 'request completed')
+    done()
+  })
+}, { name: 'plant-store-request-log' })
