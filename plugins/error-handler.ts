@@ -53,6 +53,13 @@ export function handleClientError (error: NodeJS.ErrnoException, socket: Socket)
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
 }
 
+/** Errors Fastify raises before routing: a malformed URL (400), or a path parameter too long. */
+export function handleFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  // Fastify answers an over-long parameter with 414; here it can only be a bad id, a 400.
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(reply, 400, 'A path parameter is too long')
+  return handleError(error, request, reply)
+}
+
 export function handleNotFound (_request: FastifyRequest, reply: FastifyReply) {
   return sendError(reply, 404, 'Route not found')
 }

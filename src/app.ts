@@ -1,8 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
-import Fastify, { type FastifyHttpOptions } from 'fastify'
+import Fastify, { LogController, type FastifyHttpOptions } from 'fastify'
 import docs from '../plugins/docs.js'
-import errorHandler, { handleClientError, handleError } from '../plugins/error-handler.js'
+import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
 import metricsPlugin, { createMetrics, instrumentStore } from '../plugins/metrics.js'
 import requestLog from '../plugins/request-log.js'
 import securityHeaders from '../plugins/security-headers.js'
@@ -45,15 +45,13 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
     bodyLimit: options.bodyLimit,
     // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
     clientErrorHandler: handleClientError,
-    frameworkErrors: handleError,
+    frameworkErrors: handleFrameworkError,
     // While closing, a request on a busy keep-alive connection is still served (then the
     // connection closes) rather than answered with Fastify's own 503 body.
     return503OnClosing: false,
-    // An id has at most 20 characters; a longer path parameter still gets a 400 from validation.
-    routerOptions: { maxParamLength: 1000 },
     // Fastify's two lines per request cost ~40 % of a create's CPU; plugins/request-log.ts logs one
     // line per request instead, at debug.
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     ...serverOptions
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -62,6 +60,17 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   const store = instrumentStore(ownsStore ? await openStore(options.store as string) : options.store as never, metrics)
   // Closed after the server has stopped and the requests in flight are answered.
   if (ownsStore) app.addHook('onClose', () => store.close())
+
+  // Fastify closes the connections that are idle when closing starts; a keep-alive connection busy
+  // then would stay open after its answer until the client or KEEP_ALIVE_TIMEOUT let go, holding
+  // the exit back. Until the server has closed, connections are let go as soon as they are idle.
+  app.addHook('preClose', (done) => {
+    if (app.server.listening) {
+      const sweep = setInterval(() => app.server.closeIdleConnections(), 20).unref()
+      app.server.once('close', () => clearInterval(sweep))
+    }
+    done()
+  })
 
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })

@@ -74,7 +74,12 @@ t.test('a malformed or absurd URL is answered in the Error shape', async (t) => 
   const malformed = await app.inject({ url: '/plants/%zz', headers: AUTH })
   t.equal(malformed.statusCode, 400)
   t.same(malformed.json(), { error: 400, message: "'/plants/%zz' is not a valid url component" })
-  const long = await app.inject({ url: `/plants/${'9'.repeat(200)}`, headers: AUTH })
+  const long = await app.inject({ url: `/plants/${'9'.repeat(99)}`, headers: AUTH })
   t.equal(long.statusCode, 400)
   t.match(long.json(), { error: 400, message: /^params\/id must be an integer/ })
+  for (const length of [101, 5000]) {
+    const tooLong = await app.inject({ url: `/plants/${'9'.repeat(length)}`, headers: AUTH })
+    t.equal(tooLong.statusCode, 400, `an id of ${length} digits`)
+    t.same(tooLong.json(), { error: 400, message: 'A path parameter is too long' })
+  }
 })
