@@ -47,7 +47,7 @@ export function handleClientError (error: NodeJS.ErrnoException, socket: Socket)
     socket.destroy()
     return
   }
-  const [status, message] = CLIENT_ERRORS[error.code ?? ''] ?? [400, 'Malformed HTTP request']
+  const [status, message] = CLIENT_ERRORS[String(error.code)] ?? [400, 'Malformed HTTP request']
   const body = JSON.stringify({ error: status, message } satisfies ErrorBody)
   socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)

@@ -1,10 +1,6 @@
 import { Ajv, type AnySchema, type FuncKeywordDefinition, type Options, type SchemaValidateFunction } from 'ajv'
-import addFormatsModule from 'ajv-formats'
 import fp from 'fastify-plugin'
 import { INT64_MAX, INT64_MIN, sharedSchemas } from '../schemas/index.js'
-
-// ajv-formats is CommonJS: its default export arrives wrapped under ESM.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
 const INT64_MESSAGE = `must be an integer from ${INT64_MIN} to ${INT64_MAX}`
 const DECIMAL_INTEGER = /^-?\d{1,20}$/
@@ -13,7 +9,7 @@ function toInt64 (value: unknown, acceptStrings: boolean): bigint | undefined {
   let result: bigint
   if (typeof value === 'bigint') result = value
   else if (typeof value === 'number' && Number.isSafeInteger(value)) result = BigInt(value)
-  else if (acceptStrings && typeof value === 'string' && DECIMAL_INTEGER.test(value)) result = BigInt(value)
+  else if (typeof value === 'string' && acceptStrings && DECIMAL_INTEGER.test(value)) result = BigInt(value)
   else return undefined
   return result >= INT64_MIN && result <= INT64_MAX ? result : undefined
 }
@@ -47,8 +43,8 @@ export function forAjv (schema: unknown): AnySchema {
 }
 
 function createAjv (options: Options, acceptStringInt64: boolean): Ajv {
-  const ajv = new Ajv({ useDefaults: true, removeAdditional: true, allErrors: false, ...options })
-  addFormats(ajv)
+  // int32 (the Error schema's) is the one format our schemas name outside int64: no ajv-formats needed.
+  const ajv = new Ajv({ useDefaults: true, removeAdditional: true, allErrors: false, formats: { int32: true }, ...options })
   ajv.addKeyword(int64Keyword(acceptStringInt64))
   for (const schema of sharedSchemas) ajv.addSchema(forAjv(schema))
   return ajv

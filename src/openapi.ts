@@ -14,9 +14,9 @@ export async function openapiText (): Promise<string> {
   }
 }
 
-// `npm run openapi` writes openapi.json (or the path given) at the top of the repository.
+// `npm run openapi` writes the document to the path given (openapi.json at the top of the repository).
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const target = resolve(process.argv[2] ?? 'openapi.json')
+  const target = resolve(process.argv[2])
   writeFileSync(target, await openapiText())
   process.stdout.write(`wrote ${target}\n`)
 }

@@ -27,10 +27,12 @@ async function start () {
     logger: {
       level: config.LOG_LEVEL,
       // Readable lines for a person at a terminal, JSON for a log collector.
+      /* c8 ignore next: the tests read the log through a pipe, never a terminal */
       ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty' } } : {})
     }
   })
   closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log }, async ({ signal, err }) => {
+    /* c8 ignore next: only an uncaught exception, which no request can cause, comes here */
     if (err) app.log.error({ err }, 'shutting down after an uncaught error')
     else app.log.info({ signal }, 'shutting down: finishing requests in flight')
     await app.close()

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { appOptions } from '../src/app.js'
 import { loadConfig, readTokens } from '../src/config.js'
 
 t.test('every setting has a default that starts the service on SQLite', async (t) => {
@@ -66,4 +67,10 @@ t.test('an unreadable token file is a configuration error naming API_TOKENS_FILE
   t.throws(() => readTokens({ API_TOKENS_FILE: join(t.testdir(), 'missing') }), {
     message: /^Invalid configuration: API_TOKENS_FILE cannot be read \(ENOENT\)/
   })
+})
+
+t.test('the app options follow the settings: no rate limit unless RATE_LIMIT_MAX is set', async (t) => {
+  t.equal(appOptions(loadConfig({}), ['a']).rateLimit, undefined)
+  t.same(appOptions(loadConfig({ RATE_LIMIT_MAX: '5', RATE_LIMIT_WINDOW: '1000' }), ['a']).rateLimit, { max: 5, timeWindow: 1000 })
+  t.match(appOptions(loadConfig({ PRESSURE_MAX_HEAP_USED_BYTES: '1000000' }), ['a']).pressure, { maxHeapUsedBytes: 1000000 })
 })

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
@@ -83,4 +85,17 @@ t.test('the plant routes appear in the host\'s OpenAPI document', async (t) => {
   const bodyRef: string = doc.paths['/store/plants'].post.requestBody.content['application/json'].schema.$ref
   const body = doc.components.schemas[bodyRef.replace('#/components/schemas/', '')]
   t.match(body, { required: ['id', 'name'], properties: { id: { type: 'integer', format: 'int64' } } }, 'with the NewPlant schema')
+})
+
+t.test('given a store URL, the plugin opens the store and closes it with the host', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const host = Fastify()
+  await host.register(plantStore, { tokens: [TOKEN], store: `sqlite:${file}` })
+  const created = await host.inject({
+    method: 'POST', url: '/plants', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, payload: '{"id":1,"name":"n"}'
+  })
+  t.equal(created.statusCode, 200)
+  await host.close()
+  t.ok(existsSync(file), 'the SQLite file was created')
+  t.notOk(existsSync(`${file}-wal`), 'and closed cleanly with the host')
 })

@@ -86,8 +86,8 @@ t.test('SIGTERM finishes the request in flight, then exits 0', async (t) => {
   const half = Math.floor(body.length / 2)
   const request = slowPost(`${server.url}/plants`, { ...json, ...bearer(TOKEN) }, body.slice(0, half),
     Buffer.byteLength(body))
-  await server.waitForLog((line) => line.msg === 'incoming request' &&
-    (line.req as { url?: string } | undefined)?.url === '/plants')
+  // No log line marks a request's start at info: give the server a moment to read the headers.
+  await sleep(300)
 
   server.child.kill('SIGTERM')
   const shutdown = await server.waitForLog((line) => /shutting down/i.test(line.msg ?? ''), 10_000)
@@ -240,7 +240,7 @@ t.test('tokens never appear in the logs, and a refused request is not an error',
 
   const stdout = server.stdout()
   const completed = server.logs().filter((line) => line.msg === 'request completed')
-  const statusOf = (line: LogLine) => (line.res as { statusCode?: number } | undefined)?.statusCode
+  const statusOf = (line: LogLine) => line.statusCode
   const refusedIds = new Set(completed.filter((line) => statusOf(line) === 401).map((line) => line.reqId))
   t.equal(refusedIds.size, refusedRequests.length, 'every refused request was logged')
   const refusedLines = server.logs().filter((line) => refusedIds.has(line.reqId))

@@ -1,7 +1,5 @@
 import fp from 'fastify-plugin'
 import { createMemoryStore } from './memory.js'
-import { openPostgresStore } from './postgres.js'
-import { openSqliteStore } from './sqlite.js'
 import type { PlantStore } from './types.js'
 
 export type { ListOptions, PlantStore } from './types.js'
@@ -23,6 +21,8 @@ export async function openStore (url: string): Promise<PlantStore> {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)
     try {
+      // Each driver is loaded only when its store is used: it shortens start-up.
+      const { openSqliteStore } = await import('./sqlite.js')
       return openSqliteStore(path)
     } catch (cause) {
       throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
@@ -30,6 +30,7 @@ export async function openStore (url: string): Promise<PlantStore> {
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     try {
+      const { openPostgresStore } = await import('./postgres.js')
       return await openPostgresStore(url)
     } catch (cause) {
       // The URL itself is left out of the message: it may hold a password.

@@ -48,14 +48,13 @@ const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
   ON CONFLICT (id) DO NOTHING RETURNING id`
 
 function isUnavailable (error: unknown): boolean {
-  if (error instanceof pg.DatabaseError) return UNAVAILABLE_SQLSTATES.test(error.code ?? '')
-  if (!(error instanceof Error)) return false
-  const { code } = error as NodeJS.ErrnoException
-  return (code !== undefined && UNAVAILABLE_SYSTEM_CODES.has(code)) || UNAVAILABLE_PG_MESSAGES.has(error.message)
+  if (error instanceof pg.DatabaseError) return UNAVAILABLE_SQLSTATES.test(String(error.code))
+  const { code, message } = error as NodeJS.ErrnoException
+  return UNAVAILABLE_SYSTEM_CODES.has(String(code)) || UNAVAILABLE_PG_MESSAGES.has(message)
 }
 
+// A taken id is not an error here: the batched INSERT skips it (ON CONFLICT DO NOTHING).
 function translate (error: unknown): unknown {
-  if (error instanceof pg.DatabaseError && error.code === '23505') return new PlantExistsError()
   if (isUnavailable(error)) return new StoreUnavailableError({ cause: error })
   return error
 }
@@ -73,16 +72,17 @@ async function withClient<R> (
 ): Promise<R> {
   const client = await pool.connect()
   client.on('error', ignore)
-  let broken = false
+  let result: R
   try {
-    return await work(client)
+    result = await work(client)
   } catch (error) {
-    broken = !reusable(error)
-    throw error
-  } finally {
     client.removeListener('error', ignore)
-    client.release(broken)
+    client.release(!reusable(error))
+    throw error
   }
+  client.removeListener('error', ignore)
+  client.release()
+  return result
 }
 
 // The server answered with an ordinary error (a duplicate key, a statement timeout): the connection
