@@ -1,7 +1,6 @@
-import { Writable } from 'node:stream'
 import t from 'tap'
 import { tokenChecker } from '../plugins/auth.js'
-import { build, createPlant, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
+import { build, collectLogs, createPlant, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
@@ -71,14 +70,8 @@ t.test('health, readiness and documentation are public', async (t) => {
 })
 
 t.test('refusals are logged below error level and tokens are never logged', async (t) => {
-  const lines: Array<Record<string, unknown>> = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()))
-      done()
-    }
-  })
-  const { app } = await build(t, {}, { logger: { level: 'trace', stream } })
+  const { lines, logger } = collectLogs('trace')
+  const { app } = await build(t, {}, { logger })
   t.equal((await createPlant(app, { id: 1, name: 'n' })).statusCode, 200)
   t.equal((await createPlant(app, { id: 2, name: 'n' }, { authorization: 'Bearer wrong-secret-token' })).statusCode, 401)
   const log = JSON.stringify(lines)

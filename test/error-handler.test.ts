@@ -1,24 +1,12 @@
-import { Writable } from 'node:stream'
 import t from 'tap'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
 import { createMemoryStore } from '../plugins/store/memory.js'
 import type { PlantStore } from '../plugins/store/types.js'
-import { AUTH, build, createPlant } from './helpers/app.js'
+import { AUTH, build, collectLogs, createPlant } from './helpers/app.js'
 
 /** A memory store whose create fails with the given error. */
 function failingStore (error: unknown): PlantStore {
   return { ...createMemoryStore(), create: async () => { throw error } }
-}
-
-function logCollector () {
-  const lines: Array<Record<string, unknown>> = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()))
-      done()
-    }
-  })
-  return { lines, logger: { level: 'info', stream } }
 }
 
 t.test('an unknown route is 404 in the Error shape', async (t) => {
@@ -31,7 +19,7 @@ t.test('an unknown route is 404 in the Error shape', async (t) => {
 })
 
 t.test('a bug is a 500 with a generic message, logged with the request id and never sent', async (t) => {
-  const { lines, logger } = logCollector()
+  const { lines, logger } = collectLogs('info')
   const secret = new Error('SELECT * FROM plants failed at /srv/data/plants.db')
   const { app } = await build(t, { store: failingStore(secret) }, { logger })
   const response = await createPlant(app, { id: 1, name: 'n' })

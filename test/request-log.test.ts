@@ -1,20 +1,8 @@
-import { Writable } from 'node:stream'
 import t from 'tap'
-import { build, createPlant } from './helpers/app.js'
-
-function collector (level: string) {
-  const lines: Array<Record<string, unknown>> = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()))
-      done()
-    }
-  })
-  return { lines, logger: { level, stream } }
-}
+import { build, collectLogs, createPlant } from './helpers/app.js'
 
 t.test('at debug, one access-log line per request', async (t) => {
-  const { lines, logger } = collector('debug')
+  const { lines, logger } = collectLogs('debug')
   const { app } = await build(t, {}, { logger })
   await createPlant(app, { id: 1, name: 'n' })
   await app.inject({ url: '/nope' })
@@ -27,7 +15,7 @@ t.test('at debug, one access-log line per request', async (t) => {
 })
 
 t.test('at info, answered and refused requests add no log line', async (t) => {
-  const { lines, logger } = collector('info')
+  const { lines, logger } = collectLogs('info')
   const { app } = await build(t, {}, { logger })
   await createPlant(app, { id: 1, name: 'n' })
   await createPlant(app, { id: 2, name: 7 })

@@ -1,3 +1,4 @@
+import { Writable } from 'node:stream'
 import type { InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory.js'
@@ -37,4 +38,16 @@ export function createPlant (app: App, payload: string | Buffer | object, header
 /** Every stored plant, for checking what a request did or did not store. */
 export async function storedPlants (store: PlantStore) {
   return store.list({ limit: 1000 })
+}
+
+/** A logger option that keeps the app's log lines, parsed, for the test to read. */
+export function collectLogs (level: string) {
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write (chunk, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString()))
+      done()
+    }
+  })
+  return { lines, logger: { level, stream } }
 }
