@@ -1,15 +1,20 @@
 import createError from '@fastify/error'
 
+// A refusal (4xx) is an expected answer, not a bug: no stack trace is captured for it, which
+// would cost more than the rest of the refusal. Server-side errors (5xx) keep theirs, for the log.
+const refusal = (code: string, message: string, status: number) => createError(code, message, status, Error, false)
+
 // The service's own failures, each with its status; their messages are written for clients.
-export const InvalidJsonError = createError('PLANT_STORE_INVALID_JSON', 'Body is not valid JSON', 400)
-export const InvalidUtf8Error = createError('PLANT_STORE_INVALID_UTF8', 'Body is not valid UTF-8', 400)
-export const ForbiddenKeyError = createError(
+export const ValidationError = refusal('FST_ERR_VALIDATION', '%s', 400)
+export const InvalidJsonError = refusal('PLANT_STORE_INVALID_JSON', 'Body is not valid JSON', 400)
+export const InvalidUtf8Error = refusal('PLANT_STORE_INVALID_UTF8', 'Body is not valid UTF-8', 400)
+export const ForbiddenKeyError = refusal(
   'PLANT_STORE_FORBIDDEN_KEY', 'Body contains a forbidden __proto__ or constructor.prototype key', 400)
-export const EmptyBodyError = createError('PLANT_STORE_EMPTY_BODY', 'Body must not be empty', 400)
-export const UnauthorizedError = createError('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
-export const PlantNotFoundError = createError('PLANT_STORE_PLANT_NOT_FOUND', 'No plant has this id', 404)
-export const PlantExistsError = createError('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
-export const RateLimitedError = createError('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
+export const EmptyBodyError = refusal('PLANT_STORE_EMPTY_BODY', 'Body must not be empty', 400)
+export const UnauthorizedError = refusal('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
+export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', 'No plant has this id', 404)
+export const PlantExistsError = refusal('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
+export const RateLimitedError = refusal('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
 export const ServiceOverloadedError = createError(
   'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503)
 export const StoreUnavailableError = createError(

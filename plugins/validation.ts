@@ -1,6 +1,7 @@
 import { Ajv, type AnySchema, type FuncKeywordDefinition, type Options, type SchemaValidateFunction } from 'ajv'
 import fp from 'fastify-plugin'
 import { INT64_MAX, INT64_MIN, sharedSchemas } from '../schemas/index.js'
+import { ValidationError } from './http-errors.js'
 
 const INT64_MESSAGE = `must be an integer from ${INT64_MIN} to ${INT64_MAX}`
 const DECIMAL_INTEGER = /^-?\d{1,20}$/
@@ -60,4 +61,7 @@ export default fp(async function strictValidation (fastify) {
   const textAjv = createAjv({ coerceTypes: 'array' }, true)
   fastify.setValidatorCompiler(({ schema, httpPart }) =>
     (httpPart === 'body' ? bodyAjv : textAjv).compile(forAjv(schema)))
+  // Fastify's own messages ("body/id must be …"), without the stack trace its formatter captures.
+  fastify.setSchemaErrorFormatter((errors, part) =>
+    new ValidationError(errors.map((error) => `${part}${error.instancePath} ${error.message}`).join(', ')))
 }, { name: 'plant-store-validation' })
