@@ -63,7 +63,7 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
     // it captures a stack trace that costs more than the rest of the refusal.
     if (request.headers.authorization === undefined || hasRepeatedAuthorization(request)) return refuse(false)
     verify(request, reply, (error) => error
-      ? refuse(BEARER_TOKEN_SENT.test(request.headers.authorization ?? ''))
+      ? refuse(BEARER_TOKEN_SENT.test(request.headers.authorization!))
       : done())
   })
 }, { name: 'plant-store-auth' })
