@@ -6,7 +6,6 @@ import errorHandler, { handleClientError, handleFrameworkError } from '../plugin
 import metricsPlugin, { createMetrics, instrumentStore } from '../plugins/metrics.js'
 import requestLog from '../plugins/request-log.js'
 import securityHeaders from '../plugins/security-headers.js'
-import { openStore } from '../plugins/store/index.js'
 import type { Config } from './config.js'
 import plantStore, { type PlantStoreOptions } from './plugin.js'
 
@@ -56,10 +55,6 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const metrics = createMetrics()
-  const ownsStore = typeof options.store === 'string'
-  const store = instrumentStore(ownsStore ? await openStore(options.store as string) : options.store as never, metrics)
-  // Closed after the server has stopped and the requests in flight are answered.
-  if (ownsStore) app.addHook('onClose', () => store.close())
 
   // Fastify closes the connections that are idle when closing starts; a keep-alive connection busy
   // then would stay open after its answer until the client or KEEP_ALIVE_TIMEOUT let go, holding
@@ -79,7 +74,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   await app.register(metricsPlugin, { metrics })
   // Before the routes: swagger collects them as they are added.
   await app.register(docs)
-  await app.register(plantStore, { ...options, store })
+  await app.register(plantStore, { ...options, wrapStore: (store) => instrumentStore(store, metrics) })
   await app.ready()
   return app
 }

@@ -17,6 +17,8 @@ export interface PlantStoreOptions {
   tokens: readonly string[]
   /** A store URL (`memory:`, `sqlite:<path>`), opened and closed with the plugin, or a store you own. */
   store: string | PlantStore
+  /** Wraps the store the routes use, e.g. to time its operations (the service adds its metrics). */
+  wrapStore?: (store: PlantStore) => PlantStore
   /** The largest request body accepted, in bytes (default 1 MiB). */
   bodyLimit?: number
   /** Load shedding on the plant routes: 503 with Retry-After while overloaded (default: off). */
@@ -36,7 +38,7 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions & { prefix?: string }> = 
   await fastify.register(jsonBody)
   // Unknown routes under the plugin's own prefix are its to answer; without one they are the host's.
   await fastify.register(errorHandler, { notFound: Boolean(options.prefix) })
-  await fastify.register(store, { store: options.store })
+  await fastify.register(store, { store: options.store, wrap: options.wrapStore })
   await fastify.register(healthRoutes)
   // Auth is registered inside its own scope so that it guards the plant routes and nothing else.
   await fastify.register(async function authenticated (scope) {

@@ -49,11 +49,14 @@ declare module 'fastify' {
 export interface StoreOptions {
   /** A store URL to open (and close with the app), or a store the caller owns. */
   store: string | PlantStore
+  /** Wraps the store the routes use, e.g. to time its operations. */
+  wrap?: (store: PlantStore) => PlantStore
 }
 
-export default fp<StoreOptions>(async function store (fastify, options) {
-  const owned = typeof options.store === 'string'
-  const plantStore = owned ? await openStore(options.store as string) : options.store as PlantStore
-  fastify.decorate('plantStore', plantStore)
-  if (owned) fastify.addHook('onClose', () => plantStore.close())
+export default fp<StoreOptions>(async function store (fastify, { store, wrap = (plain) => plain }) {
+  const owned = typeof store === 'string'
+  const opened = owned ? await openStore(store) : store
+  fastify.decorate('plantStore', wrap(opened))
+  // onClose runs once the server has stopped and the requests in flight are answered.
+  if (owned) fastify.addHook('onClose', () => opened.close())
 }, { name: 'plant-store-store' })
