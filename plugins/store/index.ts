@@ -55,8 +55,8 @@ export interface StoreOptions {
 
 export default fp<StoreOptions>(async function store (fastify, { store, wrap = (plain) => plain }) {
   const owned = typeof store === 'string'
-  const opened = owned ? await openStore(store) : store
-  fastify.decorate('plantStore', wrap(opened))
+  const plantStore = wrap(owned ? await openStore(store) : store)
+  fastify.decorate('plantStore', plantStore)
   // onClose runs once the server has stopped and the requests in flight are answered.
-  if (owned) fastify.addHook('onClose', () => opened.close())
+  if (owned) fastify.addHook('onClose', () => plantStore.close())
 }, { name: 'plant-store-store' })
