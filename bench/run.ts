@@ -16,7 +16,8 @@ import {
 } from './stores.js'
 import { StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
 
-const SERVER_ENTRY = fileURLToPath(new URL('../src/server.js', import.meta.url))
+// The bundle npm start runs: the service as it ships.
+const SERVER_ENTRY = fileURLToPath(new URL('../server.mjs', import.meta.url))
 const BASELINE_ENTRY = fileURLToPath(new URL('./baseline.js', import.meta.url))
 const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url))
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
