@@ -29,6 +29,7 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
 /** Limits that make slow or oversized clients let go of the server's sockets. */
 export function connectionOptions (config: Config): ServerOptions {
   return {
+    connectionTimeout: config.CONNECTION_TIMEOUT,
     requestTimeout: config.REQUEST_TIMEOUT,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
     http: { headersTimeout: config.HEADERS_TIMEOUT, maxHeaderSize: config.MAX_HEADER_SIZE }

@@ -35,6 +35,9 @@ export const ConfigSchema = Type.Object({
   REQUEST_TIMEOUT: Type.Integer({
     minimum: 0, default: 30000, description: 'the longest time to receive a whole request, in ms (0: no limit)'
   }),
+  CONNECTION_TIMEOUT: Type.Integer({
+    minimum: 0, default: 60000, description: 'how long a connection may stay silent mid-request, in ms (0: no limit)'
+  }),
   HEADERS_TIMEOUT: Type.Integer({
     minimum: 1, default: 10000, description: 'the longest time to receive the request headers, in ms'
   }),

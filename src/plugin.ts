@@ -15,7 +15,7 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024
 export interface PlantStoreOptions {
   /** Accepted bearer tokens. */
   tokens: readonly string[]
-  /** A store URL (`memory:`, `sqlite:<path>`), opened and closed with the plugin, or a store you own. */
+  /** A store URL (`memory:`, `sqlite:<path>`, `postgres://…`), opened and closed with the plugin, or a store you own. */
   store: string | PlantStore
   /** Wraps the store the routes use, e.g. to time its operations (the service adds its metrics). */
   wrapStore?: (store: PlantStore) => PlantStore

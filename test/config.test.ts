@@ -12,6 +12,7 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     LOG_LEVEL: 'info',
     BODY_LIMIT: 1048576,
     SHUTDOWN_TIMEOUT: 10000,
+    CONNECTION_TIMEOUT: 60000,
     REQUEST_TIMEOUT: 30000,
     HEADERS_TIMEOUT: 10000,
     KEEP_ALIVE_TIMEOUT: 72000,

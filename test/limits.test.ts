@@ -2,6 +2,8 @@ import { once } from 'node:events'
 import { connect, type AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { connectionOptions } from '../src/app.js'
+import { loadConfig } from '../src/config.js'
 import { AUTH, build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
 
 t.test('security headers on every answer, and nothing that names the server', async (t) => {
@@ -66,4 +68,25 @@ t.test('a client that sends its headers too slowly is answered 408 in the Error 
   t.ok(Date.now() - started < 3000, 'the connection is let go quickly')
   t.match(answer, /^HTTP\/1\.1 408 /)
   t.match(answer, /\{"error":408,"message":"Request timed out"\}$/)
+})
+
+t.test('the connection limits follow the settings', async (t) => {
+  t.same(connectionOptions(loadConfig({ CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048' })), {
+    connectionTimeout: 1000,
+    requestTimeout: 30000,
+    keepAliveTimeout: 72000,
+    http: { headersTimeout: 10000, maxHeaderSize: 2048 }
+  })
+})
+
+t.test('a connection that stays silent is closed after the connection timeout', { timeout: 20_000 }, async (t) => {
+  const { app } = await build(t, {}, { connectionTimeout: 300 })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1')
+  socket.on('error', () => {})
+  await once(socket, 'connect')
+  const started = Date.now()
+  await once(socket, 'close')
+  const waited = Date.now() - started
+  t.ok(waited >= 250 && waited < 5000, `closed after ${waited} ms`)
 })
