@@ -3,7 +3,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { securitySchemes } from '../schemas/index.js'
 
-export const DOCS_PREFIX = '/documentation'
+const DOCS_PREFIX = '/documentation'
 
 /**
  * The OpenAPI 3.1 document, generated from the schemas the routes validate with, and Swagger UI

@@ -3,7 +3,7 @@ import fp from 'fastify-plugin'
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client'
 import type { PlantStore } from './store/index.js'
 
-export const METRICS_PATH = '/metrics'
+const METRICS_PATH = '/metrics'
 
 /** The service's metrics, in a registry of its own (a host app's prom-client is left alone). */
 export function createMetrics () {

@@ -29,6 +29,3 @@ export const PlantListQuerySchema = Type.Object({
 export const PlantListSchema = Type.Array(ref(NewPlantSchema), {
   $id: 'PlantList', description: 'Plants in ascending id order'
 })
-
-export type PlantId = Static<typeof PlantIdSchema>
-export type PlantListQuery = Static<typeof PlantListQuerySchema>

@@ -20,8 +20,6 @@ export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
 export const StorableText = (description: string, example: string) =>
   Type.String({ pattern: STORABLE_TEXT_PATTERN, description, examples: [example] })
 
-export type Int64Value = Static<ReturnType<typeof Int64>>
-
 /** A `$ref` to a shared schema that keeps its static type, so routes get typed requests and replies. */
 export const ref = <T extends TSchema>(schema: T, description?: string) =>
   Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#`, ...(description && { description }) })
