@@ -51,19 +51,41 @@ t.test('GET /plants returns 100 plants by default and at most 1000', async (t) =
 
 t.test('a bad query is 400 in the Error shape', async (t) => {
   const { app } = await build(t)
+  const LIMIT = 'querystring/limit must be an integer from 1 to 1000'
+  const AFTER = 'querystring/after must be an integer from -9223372036854775808 to 9223372036854775807'
   const cases: Record<string, string> = {
-    'limit=0': 'querystring/limit must be >= 1',
-    'limit=1001': 'querystring/limit must be <= 1000',
-    'limit=abc': 'querystring/limit must be integer',
-    'limit=1.5': 'querystring/limit must be integer',
-    'after=x': 'querystring/after must be an integer from -9223372036854775808 to 9223372036854775807',
-    'after=9223372036854775808': 'querystring/after must be an integer from -9223372036854775808 to 9223372036854775807'
+    'limit=0': LIMIT,
+    'limit=1001': LIMIT,
+    'limit=abc': LIMIT,
+    'limit=1.5': LIMIT,
+    // limit is as strict as after: decimal digits only, whatever JavaScript's Number() would read.
+    'limit=1e2': LIMIT,
+    'limit=0x10': LIMIT,
+    'limit=%2B5': LIMIT,
+    'limit=%205': LIMIT,
+    'limit=5.0': LIMIT,
+    'limit=': LIMIT,
+    'limit=5&limit=6': LIMIT,
+    'after=x': AFTER,
+    'after=1e2': AFTER,
+    'after=0x10': AFTER,
+    'after=9223372036854775808': AFTER
   }
   for (const [query, message] of Object.entries(cases)) {
     const response = await app.inject({ url: `/plants?${query}`, headers: AUTH })
     t.equal(response.statusCode, 400, query)
     t.same(response.json(), { error: 400, message }, query)
   }
+})
+
+t.test('limit and after in decimal digits are read as the integers they spell', async (t) => {
+  const { app } = await build(t)
+  for (let id = 1; id <= 5; id++) await createPlant(app, { id, name: `p${id}` })
+  const names = async (query: string) =>
+    (await app.inject({ url: `/plants?${query}`, headers: AUTH })).json().map((plant: { name: string }) => plant.name)
+  t.same(await names('limit=2'), ['p1', 'p2'])
+  t.same(await names('limit=0002&after=-0'), ['p1', 'p2'], 'leading zeros and -0 are decimal digits too')
+  t.same(await names('limit=1000&after=3'), ['p4', 'p5'])
 })
 
 t.test('DELETE /plants/{id} answers 204, then 404, and the id can be created again', async (t) => {

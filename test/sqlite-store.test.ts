@@ -1,7 +1,8 @@
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
+import { StoreUnavailableError } from '../plugins/http-errors.js'
 import { openStore } from '../plugins/store/index.js'
 import { openSqliteStore } from '../plugins/store/sqlite.js'
 import { buildApp } from '../src/app.js'
@@ -116,4 +117,40 @@ t.test('a database error that is not about availability is a 500, not a 503', as
   const response = await app.inject({ url: '/plants/1', headers: AUTH })
   t.equal(response.statusCode, 500)
   t.same(response.json(), { error: 500, message: 'Internal server error' })
+})
+
+t.test('missing folders are made level by level; one that cannot be made is an error at once', async (t) => {
+  const dir = t.testdir()
+  const store = openSqliteStore(join(dir, 'a', 'b', 'c', 'plants.db'))
+  await store.close()
+  t.ok(existsSync(join(dir, 'a', 'b', 'c', 'plants.db')), 'three levels made')
+  t.throws(() => openSqliteStore('/proc/x/y.db'), { code: 'ENOENT' }, 'under /proc, where a recursive mkdir would spin')
+  writeFileSync(join(dir, 'file'), '')
+  t.throws(() => openSqliteStore(join(dir, 'file', 'sub', 'x.db')), { code: 'ENOTDIR' }, 'below a regular file')
+})
+
+t.test('a file moved away or replaced while open: writes, reads and ping are 503; back in place, it works again', async (t) => {
+  const dir = t.testdir()
+  const file = join(dir, 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  await store.create({ id: 1n, name: 'kept' })
+  const unavailable = StoreUnavailableError
+
+  renameSync(file, join(dir, 'moved.db'))
+  await t.rejects(store.create({ id: 2n, name: 'lost' }), unavailable, 'a create with no file at the path')
+  await t.rejects(store.get(1n), unavailable, 'a read, once a write found the file gone')
+  await t.rejects(store.list({ limit: 10 }), unavailable, 'a listing')
+  await t.rejects(store.delete(1n), unavailable, 'a delete')
+  await t.rejects(store.ping(), unavailable, 'ping')
+
+  renameSync(join(dir, 'moved.db'), file)
+  await t.resolves(store.ping(), 'ping once the file opened is back at its path')
+  t.strictSame(await store.list({ limit: 10 }), [{ id: 1n, name: 'kept' }], 'the create refused was not kept')
+
+  const other = openSqliteStore(join(dir, 'other', 'plants.db'))
+  await other.close()
+  renameSync(join(dir, 'other', 'plants.db'), file)
+  await t.rejects(store.create({ id: 3n, name: 'lost' }), unavailable, 'a create into a file replaced by another')
+  await t.rejects(store.ping(), unavailable, 'ping')
 })

@@ -9,20 +9,23 @@ import { openStore, STORE_URL_PATTERN, StoreOpenError } from '../plugins/store/i
 import { createMemoryStore } from '../plugins/store/memory.js'
 import { openPostgresStore } from '../plugins/store/postgres.js'
 import { openSqliteStore } from '../plugins/store/sqlite.js'
+import { storeContract, type StoreOutage } from '../plugins/store/contract.js'
 import type { PlantStore } from '../plugins/store/types.js'
-import { INT64_MAX, INT64_MIN } from '../schemas/primitives.js'
 import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
 import { startTcpProxy } from './helpers/tcp-proxy.js'
+import Database from 'better-sqlite3'
 
 interface StoreKind {
   name: string
   skip: string | false
-  /** A new, empty store, closed at the test's teardown. */
+  /** A new, empty store (the contract closes it). */
   open (t: Test): Promise<PlantStore>
   /** What the store does with text the HTTP schema refuses: see the test that documents it. */
   nul: 'kept' | 'refused'
   /** What `'a\ud800b'` reads back as. */
   loneSurrogate: string
+  /** A new, empty store and a way to make it unavailable and back, for a store that can be. */
+  openWithOutage?: (t: Test) => Promise<StoreOutage>
 }
 
 function closing (t: Test, store: PlantStore) {
@@ -32,28 +35,53 @@ function closing (t: Test, store: PlantStore) {
 
 const pgSkip = await postgresSkip()
 
+// A file name of its own for each store a test opens.
+let files = 0
+const newFile = (t: Test) => join(t.testdir(), `plants-${++files}.db`)
+
 const KINDS: StoreKind[] = [
   {
     name: 'memory',
     skip: false,
-    open: async (t) => closing(t, createMemoryStore()),
+    open: async () => createMemoryStore(),
     nul: 'kept',
     loneSurrogate: 'a\ud800b'
   },
   {
     name: 'sqlite',
     skip: false,
-    open: async (t) => closing(t, openSqliteStore(join(t.testdir(), 'plants.db'))),
+    open: async (t) => openSqliteStore(newFile(t)),
     nul: 'kept',
     // better-sqlite3 writes the surrogate as the invalid UTF-8 bytes ED A0 80: three U+FFFD on reading.
-    loneSurrogate: 'a\ufffd\ufffd\ufffdb'
+    loneSurrogate: 'a\ufffd\ufffd\ufffdb',
+    async openWithOutage (t) {
+      const file = newFile(t)
+      const store = openSqliteStore(file)
+      // Another connection holding the write lock.
+      const other = new Database(file)
+      t.teardown(() => other.close())
+      return {
+        store,
+        down: () => { other.exec('BEGIN EXCLUSIVE') },
+        up: () => { if (other.inTransaction) other.exec('ROLLBACK') }
+      }
+    }
   },
   {
     name: 'postgres',
     skip: pgSkip,
-    open: async (t) => closing(t, await openPostgresStore(await freshDatabase(t))),
+    open: async (t) => openPostgresStore(await freshDatabase(t)),
     nul: 'refused',
-    loneSurrogate: 'a\ufffdb'
+    loneSurrogate: 'a\ufffdb',
+    async openWithOutage (t) {
+      // The database behind a proxy that can cut every connection at once.
+      const url = new URL(await freshDatabase(t))
+      const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
+      url.hostname = '127.0.0.1'
+      url.port = String(proxy.port)
+      const store = await openPostgresStore(url.href)
+      return { store, down: () => proxy.down(), up: () => proxy.up() }
+    }
   }
 ]
 
@@ -74,128 +102,32 @@ async function timed<R> (work: () => Promise<R>): Promise<[R, number]> {
   return [result, performance.now() - start]
 }
 
-const ids = async (store: PlantStore, after?: bigint, limit = 1000) =>
-  (await store.list({ after, limit })).map(({ id }) => id)
-
-function contract (t: Test, kind: StoreKind) {
-  t.test('create resolves the Plant without its id, with a tag only when one is given', async (t) => {
-    const store = await kind.open(t)
-    const bare = await store.create({ id: 1n, name: 'fern' })
-    t.strictSame(bare, { name: 'fern' })
-    t.strictSame(Object.keys(bare), ['name'])
-    const tagged = await store.create({ id: 2n, name: 'rose', tag: 'flower' })
-    t.strictSame(tagged, { name: 'rose', tag: 'flower' })
-    const empty = await store.create({ id: 3n, name: '', tag: '' })
-    t.strictSame(empty, { name: '', tag: '' }, 'an empty name and an empty tag are kept')
-    t.strictSame(Object.keys((await store.get(1n))!), ['name'], 'no tag key when read back')
-    t.strictSame(await store.get(2n), { name: 'rose', tag: 'flower' })
-    t.strictSame(await store.get(3n), { name: '', tag: '' }, 'an empty tag is not an absent one')
-  })
-
-  t.test('get of a missing id resolves undefined', async (t) => {
-    const store = await kind.open(t)
-    await store.create({ id: 1n, name: 'fern' })
-    t.equal(await store.get(2n), undefined)
-    t.equal(await store.get(-1n), undefined)
-  })
-
-  t.test('a duplicate create rejects with PlantExistsError (409) and keeps the first plant', async (t) => {
-    const store = await kind.open(t)
-    await store.create({ id: 7n, name: 'first' })
-    const error = await rejection(t, store.create({ id: 7n, name: 'second', tag: 'late' }))
-    t.ok(error instanceof PlantExistsError, 'PlantExistsError', { found: error })
-    t.equal((error as InstanceType<typeof PlantExistsError>).statusCode, 409)
-    t.strictSame(await store.get(7n), { name: 'first' })
-  })
-
-  t.test('50 concurrent creates of one id: exactly one wins, the rest get PlantExistsError', async (t) => {
-    const store = await kind.open(t)
-    const results = await Promise.allSettled(
-      Array.from({ length: 50 }, (_, index) => store.create({ id: 42n, name: `racer ${index}` })))
-    const winners = results.flatMap((result, index) => result.status === 'fulfilled' ? [index] : [])
-    t.equal(winners.length, 1, 'one create fulfilled')
-    const losers = results.flatMap((result) => result.status === 'rejected' ? [result.reason] : [])
-    t.equal(losers.filter((reason) => reason instanceof PlantExistsError).length, 49, 'all others PlantExistsError')
-    t.strictSame(await store.get(42n), { name: `racer ${winners[0]}` }, 'the winner is stored')
-  })
-
-  t.test('int64 extremes round-trip exactly through get and list', async (t) => {
-    const store = await kind.open(t)
-    const extremes = [INT64_MAX, 2n ** 53n + 1n, INT64_MIN, -(2n ** 53n) - 1n]
-    for (const id of extremes) await store.create({ id, name: String(id) })
-    for (const id of extremes) t.strictSame(await store.get(id), { name: String(id) }, `get ${id}`)
-    const listed = await store.list({ limit: 10 })
-    t.strictSame(listed.map(({ id }) => id), [INT64_MIN, -(2n ** 53n) - 1n, 2n ** 53n + 1n, INT64_MAX])
-    t.ok(listed.every(({ id, name }) => typeof id === 'bigint' && name === String(id)), 'ids are exact BigInts')
-  })
-
-  t.test('list orders ids numerically, respects limit and uses after as an exclusive cursor', async (t) => {
-    const store = await kind.open(t)
-    for (const id of [10n, -5n, 2n]) await store.create({ id, name: `plant ${id}` })
-    t.strictSame(await store.list({ limit: 100 }), [
-      { id: -5n, name: 'plant -5' }, { id: 2n, name: 'plant 2' }, { id: 10n, name: 'plant 10' }
-    ])
-    t.strictSame(await ids(store, undefined, 2), [-5n, 2n], 'limit')
-    t.strictSame(await ids(store, -5n), [2n, 10n], 'after an existing id excludes it')
-    t.strictSame(await ids(store, 3n), [10n], 'after an id between two')
-    t.strictSame(await ids(store, -5n, 1), [2n], 'after and limit together')
-    t.strictSame(await ids(store, 10n), [], 'after the last id')
-    t.strictSame(await ids(store, INT64_MIN), [-5n, 2n, 10n], 'after the smallest int64')
-  })
-
-  t.test('paging through 25 plants with limit 10 gives each plant exactly once', async (t) => {
-    const store = await kind.open(t)
-    const created = Array.from({ length: 25 }, (_, index) => BigInt((index * 7919) % 25 - 12) * 1000003n)
-    for (const id of created) await store.create({ id, name: `plant ${id}` })
-    const pages: bigint[][] = []
-    let after: bigint | undefined
-    for (;;) {
-      const page = await ids(store, after, 10)
-      if (page.length === 0) break
-      pages.push(page)
-      after = page.at(-1)
-    }
-    t.strictSame(pages.map((page) => page.length), [10, 10, 5])
-    t.strictSame(pages.flat(), created.toSorted((a, b) => (a < b ? -1 : 1)))
-  })
-
-  t.test('delete resolves true, then false, and the id can be created again', async (t) => {
-    const store = await kind.open(t)
-    await store.create({ id: 5n, name: 'old', tag: 'gone' })
-    t.equal(await store.delete(5n), true)
-    t.equal(await store.get(5n), undefined)
-    t.equal(await store.delete(5n), false)
-    t.equal(await store.delete(6n), false, 'an id that never existed')
-    t.strictSame(await store.create({ id: 5n, name: 'new' }), { name: 'new' })
-    t.strictSame(await store.get(5n), { name: 'new' })
-    t.strictSame(await ids(store), [5n])
-  })
-
-  t.test('ping resolves', async (t) => {
-    const store = await kind.open(t)
-    await t.resolves(store.ping())
-  })
-
-  // The HTTP schema refuses U+0000 and unpaired surrogates (STORABLE_TEXT_PATTERN) because the
-  // stores disagree on them: this records what each would do if such a string got through.
-  t.test('documents why the API refuses U+0000 and lone surrogates: what this store does with them', async (t) => {
-    const store = await kind.open(t)
-    const nul = 'a\u0000b'
-    if (kind.nul === 'kept') {
-      await store.create({ id: 1n, name: nul })
-      t.strictSame(await store.get(1n), { name: nul }, 'U+0000 kept')
-    } else {
-      const error = await rejection(t, store.create({ id: 1n, name: nul }))
-      t.notOk(error instanceof PlantExistsError || error instanceof StoreUnavailableError, 'U+0000 refused: a 500')
-      t.equal(await store.get(1n), undefined, 'nothing stored')
-    }
-    await store.create({ id: 2n, name: 'a\ud800b' })
-    t.strictSame(await store.get(2n), { name: kind.loneSurrogate }, `lone surrogate read back as ${JSON.stringify(kind.loneSurrogate)}`)
-  })
-}
-
 for (const kind of KINDS) {
-  t.test(`${kind.name} store`, { skip: kind.skip }, async (t) => contract(t, kind))
+  t.test(`${kind.name} store`, { skip: kind.skip }, async (t) => {
+    // The same contract a host runs on a store of its own (plant-store/store-contract).
+    storeContract({
+      test: (name, run) => t.test(name, run),
+      open: () => kind.open(t),
+      openWithOutage: kind.openWithOutage && (() => kind.openWithOutage!(t))
+    })
+
+    // The HTTP schema refuses U+0000 and unpaired surrogates (STORABLE_TEXT_PATTERN) because the
+    // stores disagree on them: this records what each would do if such a string got through.
+    t.test('documents why the API refuses U+0000 and lone surrogates: what this store does with them', async (t) => {
+      const store = closing(t, await kind.open(t))
+      const nul = 'a\u0000b'
+      if (kind.nul === 'kept') {
+        await store.create({ id: 1n, name: nul })
+        t.strictSame(await store.get(1n), { name: nul }, 'U+0000 kept')
+      } else {
+        const error = await rejection(t, store.create({ id: 1n, name: nul }))
+        t.notOk(error instanceof PlantExistsError || error instanceof StoreUnavailableError, 'U+0000 refused: a 500')
+        t.equal(await store.get(1n), undefined, 'nothing stored')
+      }
+      await store.create({ id: 2n, name: 'a\ud800b' })
+      t.strictSame(await store.get(2n), { name: kind.loneSurrogate }, `lone surrogate read back as ${JSON.stringify(kind.loneSurrogate)}`)
+    })
+  })
 }
 
 /** A TCP server on a free local port; it and its connections are closed at teardown. */
@@ -237,6 +169,19 @@ t.test('postgres only', { skip: pgSkip }, async (t) => {
     t.ok(elapsed < 2000, `open resolved in ${Math.round(elapsed)} ms`)
     await assertUnavailableWithin(t, 'create', () => store.create({ id: 1n, name: 'fern' }))
     await assertUnavailableWithin(t, 'ping', () => store.ping())
+  })
+
+  t.test('a server that stops answering mid-connection: 503 within 2 s, and service once it answers again', async (t) => {
+    const url = new URL(await freshDatabase(t))
+    const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
+    url.hostname = '127.0.0.1'
+    url.port = String(proxy.port)
+    const store = closing(t, await openPostgresStore(url.href))
+    await store.create({ id: 1n, name: 'fern' })
+    proxy.freeze()
+    await assertUnavailableWithin(t, 'a read on a pooled connection', () => store.get(1n))
+    proxy.thaw()
+    t.strictSame(await store.get(1n), { name: 'fern' }, 'a new connection once it answers')
   })
 
   t.test('a create stuck behind another transaction gives up with 503 within 2 s', async (t) => {

@@ -1,15 +1,37 @@
+import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { guardStore } from './guard.js'
 import { createMemoryStore } from './memory.js'
-import type { PlantStore } from './types.js'
+import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
 
-export type { ListOptions, PlantStore } from './types.js'
+export { STORE_METHODS, type ListOptions, type PlantStore } from './types.js'
 
-/** The store URLs understood: `memory:`, `sqlite:<path>` and `postgres://…` (or `postgresql://…`). */
-export const STORE_URL_PATTERN = '^(memory:$|sqlite:.+|postgres(ql)?://)'
+/**
+ * The store URLs understood: `memory:`, `sqlite:<path>` and `postgres://…` (or `postgresql://…`).
+ * `sqlite::memory:` is refused: SQLite would keep nothing durable (and better-sqlite3 would make a
+ * file of that name); `memory:` is the store in memory.
+ */
+export const STORE_URL_PATTERN = '^(memory:$|sqlite:(?!:memory:$).+|postgres(ql)?://)'
 
 /** A store that cannot be opened: a setting to fix, not a request to retry. */
 export class StoreOpenError extends Error {
   override name = 'StoreOpenError'
+}
+
+/**
+ * Loads a store's module. Its driver (better-sqlite3, pg) is an optional peer dependency that the
+ * host installs for the store it uses: when it is missing, the error says which to install.
+ */
+export async function loadDriver<M> (driver: string, load: () => Promise<M>): Promise<M> {
+  try {
+    return await load()
+  } catch (cause) {
+    // Matched by message: ERR_MODULE_NOT_FOUND is also raised for a missing file of our own.
+    if (String((cause as Error).message).startsWith(`Cannot find package '${driver}'`)) {
+      throw new StoreOpenError(`${driver} is not installed: npm install ${driver}`, { cause })
+    }
+    throw cause
+  }
 }
 
 /**
@@ -20,17 +42,17 @@ export async function openStore (url: string): Promise<PlantStore> {
   if (url === 'memory:') return createMemoryStore()
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)
+    // Each driver is loaded only when its store is used: it shortens start-up.
+    const { openSqliteStore } = await loadDriver('better-sqlite3', () => import('./sqlite.js'))
     try {
-      // Each driver is loaded only when its store is used: it shortens start-up.
-      const { openSqliteStore } = await import('./sqlite.js')
       return openSqliteStore(path)
     } catch (cause) {
       throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
     }
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
+    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres.js'))
     try {
-      const { openPostgresStore } = await import('./postgres.js')
       return await openPostgresStore(url)
     } catch (cause) {
       // The URL itself is left out of the message: it may hold a password.
@@ -40,11 +62,14 @@ export async function openStore (url: string): Promise<PlantStore> {
   throw new StoreOpenError(`unsupported store URL "${url}": use memory:, sqlite:<path> or postgres://…`)
 }
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    plantStore: PlantStore
-  }
-}
+const DECORATOR = 'plantStore'
+
+/**
+ * The store this plugin decorated the scope with. Its type is not declared on FastifyInstance:
+ * such a declaration would reach every host app's instance, where the decorator is not.
+ */
+export const storeOf = (fastify: FastifyInstance): PlantStore =>
+  (fastify as unknown as Record<typeof DECORATOR, PlantStore>)[DECORATOR]
 
 export interface StoreOptions {
   /** A store URL to open (and close with the app), or a store the caller owns. */
@@ -53,10 +78,16 @@ export interface StoreOptions {
   wrap?: (store: PlantStore) => PlantStore
 }
 
+/** The store the routes use: the given or opened one, its failures classified, then wrapped. */
 export default fp<StoreOptions>(async function store (fastify, { store, wrap = (plain) => plain }) {
   const owned = typeof store === 'string'
-  const plantStore = wrap(owned ? await openStore(store) : store)
-  fastify.decorate('plantStore', plantStore)
+  const opened = owned ? await openStore(store) : store
+  const plantStore = wrap(guardStore(opened))
+  if (!isPlantStore(plantStore)) {
+    if (owned) await opened.close()
+    throw new TypeError(`plant-store: option wrapStore returned no store: it must return an object implementing PlantStore (${STORE_METHODS.join(', ')})`)
+  }
+  fastify.decorate(DECORATOR, plantStore)
   // onClose runs once the server has stopped and the requests in flight are answered.
   if (owned) fastify.addHook('onClose', () => plantStore.close())
 }, { name: 'plant-store-store' })

@@ -1,37 +1,28 @@
 import pg from 'pg'
 import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../http-errors.js'
+import { classify, isSettingError, PostgresFailure } from './postgres-failures.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
 // Each entry takes the schema from the previous version to the next; plant_store_schema counts them.
+// IF NOT EXISTS: a table restored without its plant_store_schema row (pg_dump -t plants) is adopted.
 const MIGRATIONS = [
-  'CREATE TABLE plants (id int8 PRIMARY KEY, name text NOT NULL, tag text)'
+  'CREATE TABLE IF NOT EXISTS plants (id int8 PRIMARY KEY, name text NOT NULL, tag text)'
 ]
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
 // request fails with 503 within about 2 s when the server is down, unreachable or stuck. The
-// server cancels a slow statement first, which keeps the connection; our own read timeout is
-// the backstop for a server that does not answer at all.
+// server cancels a slow statement first, which keeps the connection; our own deadline is the
+// backstop for a server that does not answer at all.
 const CONNECT_TIMEOUT_MS = 1000
 const STATEMENT_TIMEOUT_MS = 800
 const QUERY_TIMEOUT_MS = 1000
-
-// SQLSTATEs of a server that cannot answer now: connection exceptions (08), insufficient
-// resources (53, e.g. too many connections), statement timeout or cancel, shutdown, start-up.
-const UNAVAILABLE_SQLSTATES = /^(08|53|57014$|57P0[123]$)/
-
-// Failures of the socket, from Node or from pg itself (whose own errors carry no code).
-const UNAVAILABLE_SYSTEM_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'EHOSTDOWN',
-  'ENETUNREACH', 'ENETDOWN', 'ENOTFOUND', 'EAI_AGAIN'
-])
-const UNAVAILABLE_PG_MESSAGES = new Set([
-  'Connection terminated unexpectedly',
-  'Connection terminated due to connection timeout',
-  'timeout exceeded when trying to connect',
-  'Query read timeout',
-  'Client has encountered a connection error and is not queryable'
-])
+// A row another transaction holds (an insert of the same id not yet committed) is waited for this
+// long: far longer than another instance's commit takes, short enough to try each row of a batch
+// alone after it and still answer within the bound above.
+const LOCK_TIMEOUT_MS = 300
+// A migration is a few statements, some of which wait for another instance's migration.
+const MIGRATION_TIMEOUT_MS = 5000
 
 const INT8_OID = pg.types.builtins.INT8
 
@@ -43,52 +34,64 @@ interface PendingCreate {
   reject: (error: unknown) => void
 }
 
+// In ascending id order: batches take their row locks in one order, so that none can wait for
+// another while holding a row the other waits for (a deadlock).
 const INSERT_BATCH = `INSERT INTO plants (id, name, tag)
-  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[])
+  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
   ON CONFLICT (id) DO NOTHING RETURNING id`
 
-function isUnavailable (error: unknown): boolean {
-  if (error instanceof pg.DatabaseError) return UNAVAILABLE_SQLSTATES.test(String(error.code))
-  const { code, message } = error as NodeJS.ErrnoException
-  return UNAVAILABLE_SYSTEM_CODES.has(String(code)) || UNAVAILABLE_PG_MESSAGES.has(message)
-}
+// Reading the table's columns finds it gone (and has it made again) or changed (a column renamed
+// or dropped, which no request could use). A read-only database (a standby after a failover)
+// answers reads but refuses every create: it is not ready.
+const PING = `SELECT current_setting('transaction_read_only') = 'off' AS writable,
+  EXISTS (SELECT id, name, tag FROM plants) AS readable`
 
-// A taken id is not an error here: the batched INSERT skips it (ON CONFLICT DO NOTHING).
-function translate (error: unknown): unknown {
-  if (isUnavailable(error)) return new StoreUnavailableError({ cause: error })
-  return error
-}
-
-// While a client is checked out, a socket failure is also emitted as 'error' on it: unheard, that
-// would crash the process. The query running then fails with the same error, which is what counts.
+// A pooled client's socket failure is also emitted as 'error': unheard, that would crash the process.
 function ignore () {}
 
 /**
- * Runs `work` on a pooled connection. The connection is reused after an error only when
- * `reusable` says it is still in a known state; otherwise the pool closes it.
+ * Runs `work` on a pooled connection within `timeout` ms, and classifies a failure by where it
+ * happened (see Where). The connection is reused after a failure only when the server answered it
+ * and the session is in a known state; otherwise the pool closes it.
  */
 async function withClient<R> (
-  pool: pg.Pool, work: (client: pg.PoolClient) => Promise<R>, reusable: (error: unknown) => boolean
+  pool: pg.Pool, work: (client: pg.PoolClient) => Promise<R>, timeout = QUERY_TIMEOUT_MS
 ): Promise<R> {
-  const client = await pool.connect()
-  client.on('error', ignore)
-  let result: R
+  let client: pg.PoolClient
   try {
-    result = await work(client)
+    client = await pool.connect()
   } catch (error) {
-    client.removeListener('error', ignore)
-    client.release(!reusable(error))
-    throw error
+    throw classify(error, true, false)
   }
-  client.removeListener('error', ignore)
-  client.release()
-  return result
-}
-
-// The server answered with an ordinary error (a duplicate key, a statement timeout): the connection
-// is idle and in sync, so a 409 costs no reconnect. A timeout on our side or a FATAL one is not.
-function isServerAnswer (error: unknown) {
-  return error instanceof pg.DatabaseError && error.severity === 'ERROR'
+  let lost = false
+  const onLost = () => { lost = true }
+  client.on('error', onLost).on('end', onLost)
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      lost = true
+      reject(new Error(`PostgreSQL did not answer within ${timeout} ms`))
+    }, timeout)
+  })
+  // Released, the client is the pool's again: its own listener hears of an idle connection's end.
+  const done = () => {
+    clearTimeout(timer)
+    client.removeListener('error', onLost).removeListener('end', onLost)
+  }
+  try {
+    const result = await Promise.race([work(client), deadline])
+    done()
+    client.release()
+    return result
+  } catch (error) {
+    done()
+    const failure = classify(error, false, lost)
+    // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
+    // A read-only session is dropped, so that a database made writable again is used as such.
+    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === undefined)
+    client.release(!reusable)
+    throw failure
+  }
 }
 
 function migrate (pool: pg.Pool) {
@@ -97,15 +100,22 @@ function migrate (pool: pg.Pool) {
     // Instances starting together take turns; the lock ends with the transaction.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
     await client.query('CREATE TABLE IF NOT EXISTS plant_store_schema (version integer NOT NULL)')
-    const { rows } = await client.query<{ version: number }>('SELECT version FROM plant_store_schema')
+    const { rows } = await client.query<{ version: number, present: boolean }>(
+      "SELECT version, to_regclass('plants') IS NOT NULL AS present FROM plant_store_schema")
     if (rows.length === 0) await client.query('INSERT INTO plant_store_schema (version) VALUES (0)')
-    const version = rows[0]?.version ?? 0
+    // The table dropped since: the schema is built again from the start.
+    const version = rows[0]?.present ? rows[0].version : 0
     for (let next = version; next < MIGRATIONS.length; next++) await client.query(MIGRATIONS[next])
     if (version < MIGRATIONS.length) {
       await client.query('UPDATE plant_store_schema SET version = $1', [MIGRATIONS.length])
     }
     await client.query('COMMIT')
-  }, () => false) // a failed transaction's connection is closed, not rolled back and reused
+  }, MIGRATION_TIMEOUT_MS)
+}
+
+/** What a failure means to a client: 503 when the store could not answer, the error itself for a bug. */
+function answerFor (failure: PostgresFailure): Error {
+  return failure.where === undefined ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
 }
 
 /**
@@ -118,8 +128,8 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
   const pool = new pg.Pool({
     connectionString: url,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-    query_timeout: QUERY_TIMEOUT_MS,
     statement_timeout: STATEMENT_TIMEOUT_MS,
+    lock_timeout: LOCK_TIMEOUT_MS,
     // int8 as an exact BigInt for this pool only: pg.types.setTypeParser would change a host app's pg too.
     types: {
       getTypeParser: (oid, format) =>
@@ -139,52 +149,84 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
     return migration
   }
 
+  /** Runs `work` once the schema is there; when the table or schema turns out gone, migrates again once. */
+  async function run<R> (work: (client: pg.PoolClient) => Promise<R>, again = true): Promise<R> {
+    const used = migrated()
+    await used
+    try {
+      return await withClient(pool, work)
+    } catch (error) {
+      if (!again || (error as PostgresFailure).where !== 'schema') throw error
+      if (migration === used) migration = undefined // unless a failure seen earlier did so already
+      return run(work, false)
+    }
+  }
+
   // Bind ids as BigInt: pg sends them as their exact decimal text.
   async function query<R extends pg.QueryResultRow> (text: string, values: unknown[] = []) {
     try {
-      await migrated()
-      return await withClient(pool, (client) => client.query<R>(text, values), isServerAnswer)
+      return await run((client) => client.query<R>(text, values))
     } catch (error) {
-      throw translate(error)
+      throw answerFor(error as PostgresFailure)
     }
   }
 
   try {
     await migrated()
   } catch (error) {
-    // A server that is down is retried by the first operation; anything else is a setting to fix.
-    if (!isUnavailable(error)) {
+    // A server that is down is retried by the first operation; a setting to fix is refused now.
+    if (isSettingError(error as PostgresFailure)) {
       await pool.end()
-      throw error
+      throw (error as PostgresFailure).cause
+    }
+  }
+
+  /**
+   * Inserts the first plant of each group (the creates of one id) and settles every create: the
+   * first resolves when its row is inserted; the others are 409 once the id is stored (by it or
+   * before), and share the failure when the insert failed.
+   */
+  async function insertGroups (groups: PendingCreate[][]): Promise<void> {
+    const plants = groups.map(([first]) => first.plant)
+    let inserted: Set<bigint>
+    try {
+      const { rows } = await run((client) => client.query<{ id: bigint }>(INSERT_BATCH, [
+        plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)
+      ]))
+      inserted = new Set(rows.map(({ id }) => id))
+    } catch (error) {
+      const failure = error as PostgresFailure
+      // A row that another transaction holds made the whole statement give up: each row alone, so
+      // that only its own creates wait for it (and fail, if it is still held).
+      if (failure.where === 'wait' && groups.length > 1) {
+        await Promise.all(groups.map((group) => insertGroups([group])))
+        return
+      }
+      for (const { reject } of groups.flat()) reject(answerFor(failure))
+      return
+    }
+    for (const [first, ...repeats] of groups) {
+      if (inserted.has(first.plant.id)) first.resolve(toPlant(first.plant.name, first.plant.tag))
+      else first.reject(new PlantExistsError())
+      for (const { reject } of repeats) reject(new PlantExistsError())
     }
   }
 
   // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
-  // INSERT, so they share one round trip and one WAL flush. The database's own primary key still
-  // decides: an id it did not insert is taken (409), and a repeat of an id within the batch is 409
-  // whatever happens to the first one.
+  // INSERT, so they share one round trip and one WAL flush. The database's own primary key
+  // decides: an id it did not insert is taken (409). A repeat of an id within the batch waits
+  // for the verdict on the first.
   let pending: PendingCreate[] = []
-  async function insertPending () {
+  function insertPending () {
     const batch = pending
     pending = []
-    const first = new Map<bigint, PendingCreate>()
+    const groups = new Map<bigint, PendingCreate[]>()
     for (const create of batch) {
-      if (first.has(create.plant.id)) create.reject(new PlantExistsError())
-      else first.set(create.plant.id, create)
+      const same = groups.get(create.plant.id)
+      if (same) same.push(create)
+      else groups.set(create.plant.id, [create])
     }
-    const plants = [...first.values()].map(({ plant }) => plant)
-    try {
-      const { rows } = await query<{ id: bigint }>(INSERT_BATCH, [
-        plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)
-      ])
-      const inserted = new Set(rows.map(({ id }) => id))
-      for (const [id, { plant, resolve, reject }] of first) {
-        if (inserted.has(id)) resolve(toPlant(plant.name, plant.tag))
-        else reject(new PlantExistsError())
-      }
-    } catch (error) {
-      for (const { reject } of first.values()) reject(error)
-    }
+    return insertGroups([...groups.values()])
   }
 
   return {
@@ -207,7 +249,15 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
       return rowCount === 1
     },
     async ping () {
-      await query('SELECT 1')
+      try {
+        await run(async (client) => {
+          const { rows: [{ writable }] } = await client.query<{ writable: boolean }>(PING)
+          // Thrown inside, so that the read-only session is closed rather than pooled.
+          if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
+        })
+      } catch (error) {
+        throw answerFor(error as PostgresFailure)
+      }
     },
     async close () {
       if (!pool.ending) await pool.end()

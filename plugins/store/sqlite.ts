@@ -1,5 +1,7 @@
-import { closeSync, fsyncSync, mkdirSync, openSync } from 'node:fs'
+import { closeSync, fsyncSync, mkdirSync, openSync, statSync, type Stats } from 'node:fs'
 import { dirname, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../http-errors.js'
@@ -13,6 +15,14 @@ const MIGRATIONS = [
 // The file cannot be written or reached for now (locked, read-only, disk full, I/O error): the
 // client may retry later. Anything else, such as a corrupt file, is a 500.
 const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|PROTOCOL)/
+
+// better-sqlite3 is synchronous: a busy_timeout would wait for another process's lock with the
+// event loop blocked, and every request with it. A statement fails at once instead and is tried
+// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503.
+const BUSY_WAIT_MS = 250
+const BUSY_RETRY_MS = 10
+// Opening happens before the service takes requests: there, blocking for the lock is harmless.
+const OPEN_BUSY_TIMEOUT_MS = 1000
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
@@ -29,6 +39,24 @@ function migrate (db: Database.Database) {
       db.exec(MIGRATIONS[next])
       db.pragma(`user_version = ${next + 1}`)
     })()
+  }
+}
+
+/**
+ * Creates `directory` and its missing parents one level at a time. Node's recursive mkdir takes a
+ * parent that exists but cannot hold children (procfs answers ENOENT, so does a dangling symlink)
+ * for a missing one and retries it forever; here a second ENOENT is final.
+ */
+function makeDirectory (directory: string) {
+  try {
+    mkdirSync(directory)
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException
+    if (code === 'EEXIST') return
+    // The root (or '.') exists: the walk up ends there at the latest.
+    if (code !== 'ENOENT') throw error
+    makeDirectory(dirname(directory))
+    mkdirSync(directory)
   }
 }
 
@@ -49,13 +77,28 @@ function translate (error: unknown): unknown {
   return error
 }
 
-function guarded<A extends unknown[], R> (operation: (...args: A) => R) {
-  return async (...args: A): Promise<R> => {
+const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY')
+
+/** Runs `operation`, again every BUSY_RETRY_MS while another connection holds the lock it needs. */
+async function retriedWhileBusy<R> (operation: () => R): Promise<R> {
+  const deadline = performance.now() + BUSY_WAIT_MS
+  for (;;) {
     try {
-      return operation(...args)
+      return operation()
     } catch (error) {
-      throw translate(error)
+      if (!isBusy(error) || performance.now() >= deadline) throw error
     }
+    await sleep(BUSY_RETRY_MS)
+  }
+}
+
+/** Whether `file` still names the file that was opened: not removed (with its folder), nor replaced. */
+function isOpenedFile (file: string, opened: Stats): boolean {
+  try {
+    const now = statSync(file)
+    return now.ino === opened.ino && now.dev === opened.dev
+  } catch {
+    return false
   }
 }
 
@@ -66,17 +109,18 @@ function guarded<A extends unknown[], R> (operation: (...args: A) => R) {
  */
 export function openSqliteStore (path: string): PlantStore {
   const file = resolve(path)
-  mkdirSync(dirname(file), { recursive: true })
+  makeDirectory(dirname(file))
   const db = new Database(file)
   try {
     db.pragma('journal_mode = WAL')
     // Set after the switch to WAL, whose own default would be weaker.
     db.pragma('synchronous = FULL')
-    db.pragma('busy_timeout = 1000')
+    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
     // Without this, ids past 2^53 are read back rounded, silently.
     db.defaultSafeIntegers(true)
     migrate(db)
     syncDirectory(dirname(file))
+    db.pragma('busy_timeout = 0')
   } catch (error) {
     db.close()
     throw error
@@ -89,6 +133,38 @@ export function openSqliteStore (path: string): PlantStore {
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?')
   const remove = db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?')
   const check = db.prepare('SELECT 1')
+
+  // A write to a file that was removed or replaced since it was opened would be acknowledged and
+  // then lost: each write and each ping compare the path's inode with the one opened (a stat is a
+  // few microseconds beside a commit's fsync). Reads, which lose nothing, use the last verdict.
+  const opened = statSync(file)
+  let lost = false
+  function assertFileKept () {
+    lost = !isOpenedFile(file, opened)
+    if (lost) throw new StoreUnavailableError({ cause: new Error(`${file} was removed or replaced while open`) })
+  }
+
+  async function read<R> (operation: () => R): Promise<R> {
+    try {
+      if (lost) assertFileKept()
+      return await retriedWhileBusy(operation)
+    } catch (error) {
+      throw translate(error)
+    }
+  }
+
+  /** Resolves once the write is committed to the file that is still at the path. */
+  async function write<R> (operation: () => R): Promise<R> {
+    try {
+      // Before: the -wal and -shm at the path may now be another file's. After: it may have gone meanwhile.
+      assertFileKept()
+      const result = await retriedWhileBusy(operation)
+      assertFileKept()
+      return result
+    } catch (error) {
+      throw translate(error)
+    }
+  }
 
   // Group commit: the creates that arrive together (in one turn of the event loop) share one
   // transaction, so one fsync acknowledges them all instead of one fsync each.
@@ -103,15 +179,15 @@ export function openSqliteStore (path: string): PlantStore {
       throw error
     }
   }))
-  function commitPending () {
+  async function commitPending () {
     const batch = pending
     pending = []
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = insertPending(batch)
+      failures = await write(() => insertPending(batch))
     } catch (error) {
-      // Rolled back: no plant of this batch is stored.
-      for (const { reject } of batch) reject(translate(error))
+      // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
+      for (const { reject } of batch) reject(error)
       return
     }
     batch.forEach(({ plant, resolve, reject }, i) => {
@@ -120,26 +196,35 @@ export function openSqliteStore (path: string): PlantStore {
       else resolve(toPlant(plant.name, plant.tag))
     })
   }
+  // Batches still committing (waiting for another process's lock), for close to wait for.
+  const committing = new Set<Promise<void>>()
+  function commit () {
+    if (pending.length === 0) return // committed by close already
+    const done: Promise<void> = commitPending().finally(() => committing.delete(done))
+    committing.add(done)
+  }
 
   return {
     create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
-      if (pending.length === 0) setImmediate(commitPending)
+      if (pending.length === 0) setImmediate(commit)
       pending.push({ plant, resolve, reject })
     }),
-    get: guarded((id: bigint) => {
+    get: (id: bigint) => read(() => {
       const row = select.get(id)
       return row && toPlant(row.name, row.tag)
     }),
-    list: guarded(({ after, limit }: ListOptions) => {
+    list: ({ after, limit }: ListOptions) => read(() => {
       const rows = after === undefined ? firstPage.all(limit) : nextPage.all(after, limit)
       return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
     }),
-    delete: guarded((id: bigint) => remove.run(id).changes > 0),
-    ping: guarded(() => {
+    delete: (id: bigint) => write(() => remove.run(id).changes > 0),
+    ping: () => read(() => {
+      assertFileKept()
       check.get()
     }),
     async close () {
-      if (pending.length > 0) commitPending()
+      commit()
+      await Promise.all(committing)
       db.close()
     }
   }

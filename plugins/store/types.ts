@@ -24,6 +24,14 @@ export interface PlantStore {
   close (): Promise<void>
 }
 
+/** The methods every store has. */
+export const STORE_METHODS = ['create', 'get', 'list', 'delete', 'ping', 'close'] as const
+
+/** Whether a value has the methods of a PlantStore. */
+export const isPlantStore = (value: unknown): value is PlantStore =>
+  typeof value === 'object' && value !== null &&
+  STORE_METHODS.every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
+
 /** The Plant part of a stored row: `tag` only when it has one. */
 export function toPlant (name: string, tag: string | null | undefined): Plant {
   return tag == null ? { name } : { name, tag }
