@@ -1,19 +1,23 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
+import { hash, timingSafeEqual } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { UnauthorizedError } from './http-errors.js'
+
+// The rule for a token, shared with the client, which refuses a token the service can never accept.
+export { TOKEN_PATTERN } from '../schemas/protocol.js'
 
 export interface AuthOptions {
   /** The accepted bearer tokens. */
   tokens: readonly string[]
 }
 
-const CHALLENGE = 'Bearer realm="plant-store"'
+export const CHALLENGE = 'Bearer realm="plant-store"'
+
 const BEARER_TOKEN_SENT = /^bearer +\S/i
 
 /** A fixed-length digest of a token: compared in constant time, and safe to use as a key. */
-export const tokenDigest = (token: string) => createHash('sha256').update(token).digest()
+export const tokenDigest = (token: string) => hash('sha256', token, 'buffer')
 
 /**
  * Compares fixed-length digests against every configured token, without stopping at a match:
@@ -29,14 +33,27 @@ export function tokenChecker (tokens: readonly string[]) {
   }
 }
 
-// Node keeps only the first of repeated Authorization headers; a request carrying several is refused.
-function hasRepeatedAuthorization (request: FastifyRequest): boolean {
-  const raw = request.raw.rawHeaders
+/** How many Authorization fields a raw header (or trailer) list holds, whatever their case. */
+function authorizationFields (raw: string[]): number {
   let seen = 0
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i].length === 13 && raw[i].toLowerCase() === 'authorization') seen++
   }
-  return seen > 1
+  return seen
+}
+
+/**
+ * The token must come once, in the Authorization header (RFC 6750 §2: one method per request).
+ * Node keeps only the first of repeated headers, so the raw list is counted; a token in the query
+ * string (RFC 6750's access_token parameter) is refused rather than ignored, even beside a valid header.
+ */
+const sentMoreThanOnce = (request: FastifyRequest) =>
+  authorizationFields(request.raw.rawHeaders) > 1 || (request.query as Record<string, unknown>).access_token !== undefined
+
+/** The 401 and its challenge; invalid_token only when one bearer token was sent and it is not valid. */
+function refusal (reply: FastifyReply, tokenRejected: boolean) {
+  reply.header('www-authenticate', tokenRejected ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE)
+  return new UnauthorizedError()
 }
 
 /**
@@ -54,16 +71,20 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
   })
   const verify = fastify.verifyBearerAuth!
   fastify.addHook('onRequest', (request, reply, done) => {
-    // invalid_token only when one bearer token was sent and it is not valid.
-    const refuse = (tokenRejected: boolean) => {
-      reply.header('www-authenticate', tokenRejected ? `${CHALLENGE}, error="invalid_token"` : CHALLENGE)
-      done(new UnauthorizedError())
-    }
+    const refuse = (tokenRejected: boolean) => done(refusal(reply, tokenRejected))
     // No header at all, the commonest refusal, is answered before bearer-auth, whose own error for
     // it captures a stack trace that costs more than the rest of the refusal.
-    if (request.headers.authorization === undefined || hasRepeatedAuthorization(request)) return refuse(false)
+    if (request.headers.authorization === undefined || sentMoreThanOnce(request)) return refuse(false)
     verify(request, reply, (error) => error
       ? refuse(BEARER_TOKEN_SENT.test(request.headers.authorization!))
       : done())
+  })
+  // Trailers come after the body, once the header was checked: an Authorization field there
+  // (which RFC 9110 forbids in trailers) is a second credential all the same.
+  fastify.addHook('preValidation', (request, reply, done) => {
+    // inject()'s requests have no trailers at all.
+    const trailers: string[] | undefined = request.raw.rawTrailers
+    if (trailers === undefined || trailers.length === 0 || authorizationFields(trailers) === 0) return done()
+    done(refusal(reply, false))
   })
 }, { name: 'plant-store-auth' })

@@ -1,9 +1,18 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { securitySchemes } from '../schemas/index.js'
+import { openapiTags, securitySchemes } from '../schemas/index.js'
 
-const DOCS_PREFIX = '/documentation'
+export const DOCS_PREFIX = '/documentation'
+
+// Relative, so Try it out calls the service that serves the page, wherever it runs.
+const servers = [{ url: '/', description: 'This service, wherever it runs (local or production)', 'x-internal': false }]
+
+/**
+ * The component name of a shared schema: its `$id` without the prefixes that keep it apart in a
+ * host app (plant-store., and max<n>. for another text limit). The service has one set of them.
+ */
+const componentName = (id: string) => id.slice(id.lastIndexOf('.') + 1)
 
 /**
  * The OpenAPI 3.1 document, generated from the schemas the routes validate with, and Swagger UI
@@ -15,17 +24,21 @@ export default fp(async function docs (fastify) {
       openapi: '3.1.0',
       info: {
         title: 'Plant Store',
-        description: 'A plant store: create plants with a bearer token.',
+        description: 'A plant store: create, read, list and delete plants with exact 64-bit ids. Every plant ' +
+          'route needs a bearer token (Authorize); the health probes are public. Ids travel as exact JSON ' +
+          'integers: Swagger UI displays an id past 2^53 rounded, while the service sends and stores it exactly. ' +
+          'No CORS headers are sent: browsers call it from its own origin only (this page).',
         version: '1.0.0',
+        contact: { name: 'plant-store contributors' },
         license: { name: 'MIT', identifier: 'MIT' }
       },
-      // Relative, so Try it out calls the service that serves the page, wherever it runs.
-      servers: [{ url: '/', description: 'This service' }],
+      servers,
+      tags: openapiTags,
       components: { securitySchemes }
     },
-    // Shared schemas keep their own names (NewPlant, Plant, Error) instead of def-0, def-1...
+    // Shared schemas get readable component names (NewPlant, Plant, Error) instead of def-0, def-1...
     refResolver: {
-      buildLocalReference: (json) => json.$id as string
+      buildLocalReference: (json) => componentName(json.$id as string)
     }
   })
   await fastify.register(swaggerUi, {

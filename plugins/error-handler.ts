@@ -4,11 +4,19 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
 
-const INTERNAL_ERROR_MESSAGE = 'Internal server error'
+export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
+export const ROUTE_NOT_FOUND = 'Route not found'
+export const MALFORMED_URL = 'The URL path is not valid: it holds a malformed percent-encoding'
 
-function statusOf (error: FastifyError): number {
-  const status = error.statusCode
-  return typeof status === 'number' && status >= 400 && status <= 599 ? status : 500
+/** A request's path without its query string, which may carry a secret (e.g. ?access_token=). */
+export const pathOf = (url: string) => url.split('?', 1)[0]
+
+const isErrorStatus = (status: unknown): status is number => typeof status === 'number' && status >= 400 && status <= 599
+
+// The error's own status; else one a hook set on the reply before throwing (as Fastify does); else 500.
+function statusOf (error: FastifyError, reply: FastifyReply): number {
+  if (isErrorStatus(error.statusCode)) return error.statusCode
+  return isErrorStatus(reply.statusCode) ? reply.statusCode : 500
 }
 
 export function sendError (reply: FastifyReply, status: number, message: string) {
@@ -22,7 +30,9 @@ export function sendError (reply: FastifyReply, status: number, message: string)
  * the request id and answered with a generic message, so no stack, SQL or path reaches a client.
  */
 export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  const status = statusOf(error)
+  // @fastify/static refuses a path that leaves its folder (403): for a client, there is no such route.
+  if (error.code === 'FST_STATIC_FORBIDDEN_PATH') return handleNotFound(request, reply)
+  const status = statusOf(error, reply)
   if (status < 500) {
     // At debug: a flood of bad or anonymous requests must not become a flood of log lines
     // (/metrics counts them by status).
@@ -41,6 +51,16 @@ const CLIENT_ERRORS: Record<string, [number, string]> = {
   HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Request body is too large']
 }
 
+/** The Error body as JSON text, for answers written without Fastify. */
+export const errorJson = (status: number, message: string) => JSON.stringify({ error: status, message } satisfies ErrorBody)
+
+/** A whole HTTP/1.1 answer in the Error shape, written by hand, that closes its connection. */
+export function rawErrorResponse (status: number, message: string): string {
+  const body = errorJson(status, message)
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
 /** Answers a request Node could not parse in the Error shape, then closes the connection. */
 export function handleClientError (error: NodeJS.ErrnoException, socket: Socket) {
   if (error.code === 'ECONNRESET' || !socket.writable) {
@@ -48,20 +68,20 @@ export function handleClientError (error: NodeJS.ErrnoException, socket: Socket)
     return
   }
   const [status, message] = CLIENT_ERRORS[String(error.code)] ?? [400, 'Malformed HTTP request']
-  const body = JSON.stringify({ error: status, message } satisfies ErrorBody)
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`)
+  socket.end(rawErrorResponse(status, message))
 }
 
 /** Errors Fastify raises before routing: a malformed URL (400), or a path parameter too long. */
-export function handleFrameworkError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+export function handleFrameworkError (error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
   // Fastify answers an over-long parameter with 414; here it can only be a bad id, a 400.
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return sendError(reply, 400, 'A path parameter is too long')
-  return handleError(error, request, reply)
+  // Otherwise a malformed URL (FST_ERR_BAD_URL; no route has async constraints). Fastify's message
+  // quotes the whole URL, which may be any length and hold a secret in its query string.
+  return sendError(reply, 400, MALFORMED_URL)
 }
 
 export function handleNotFound (_request: FastifyRequest, reply: FastifyReply) {
-  return sendError(reply, 404, 'Route not found')
+  return sendError(reply, 404, ROUTE_NOT_FOUND)
 }
 
 export interface ErrorHandlerOptions {

@@ -1,4 +1,5 @@
 import createError from '@fastify/error'
+import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 
 // A refusal (4xx) is an expected answer, not a bug: no stack trace is captured for it, which
 // would cost more than the rest of the refusal. Server-side errors (5xx) keep theirs, for the log.
@@ -11,11 +12,18 @@ export const InvalidUtf8Error = refusal('PLANT_STORE_INVALID_UTF8', 'Body is not
 export const ForbiddenKeyError = refusal(
   'PLANT_STORE_FORBIDDEN_KEY', 'Body contains a forbidden __proto__ or constructor.prototype key', 400)
 export const EmptyBodyError = refusal('PLANT_STORE_EMPTY_BODY', 'Body must not be empty', 400)
+export const RepeatedKeyError = refusal('PLANT_STORE_REPEATED_KEY', 'Body repeats a key within one object', 400)
+export const UnsupportedCharsetError = refusal(
+  'PLANT_STORE_UNSUPPORTED_CHARSET', 'Body must be UTF-8: no other charset is supported', 415)
+export const EncodedBodyError = refusal(
+  'PLANT_STORE_ENCODED_BODY', 'Content-Encoding is not supported: send the body as it is', 415)
 export const UnauthorizedError = refusal('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
-export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', 'No plant has this id', 404)
+export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', PLANT_NOT_FOUND_MESSAGE, 404)
 export const PlantExistsError = refusal('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
 export const RateLimitedError = refusal('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
 export const ServiceOverloadedError = createError(
   'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503)
 export const StoreUnavailableError = createError(
   'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503)
+// A store failure that is neither: a bug, answered 500 with the generic message, logged with its cause.
+export const StoreFailedError = createError('PLANT_STORE_FAILED', 'The plant store failed', 500)

@@ -1,16 +1,13 @@
 import { isUtf8 } from 'node:buffer'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { LosslessNumber, parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
-import { EmptyBodyError, ForbiddenKeyError, InvalidJsonError, InvalidUtf8Error } from './http-errors.js'
+import {
+  EmptyBodyError, EncodedBodyError, ForbiddenKeyError, InvalidJsonError, InvalidUtf8Error, RepeatedKeyError, UnsupportedCharsetError
+} from './http-errors.js'
 
-// Fastify's own protection against prototype poisoning, applied to both parse paths.
+// Fastify's own protection against prototype poisoning.
 const POISON_CHECK = { protoAction: 'error', constructorAction: 'error' } as const
-
-// JSON.parse rounds integers past 2^53, and a fraction or exponent can spell an integer a double
-// cannot hold ("9223372036854775807.0"): bodies with any of those take the lossless path. The
-// common body ({"id":12,"name":"x"}) has neither and keeps the fast native parser.
-const NEEDS_LOSSLESS_PARSE = /\d{16}|\d[.eE]/
 
 const JSON_NUMBER = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/
 // More digits than this is outside int64 whatever the spelling; the limit keeps 1e999999 cheap.
@@ -33,23 +30,210 @@ export function exactInteger (literal: string): bigint | undefined {
   return BigInt(sign + (digits || '0'))
 }
 
-// Integers become BigInt; anything else stays a LosslessNumber, which no schema of ours accepts.
-const parseNumberExactly = (literal: string) => exactInteger(literal) ?? new LosslessNumber(literal)
+/** A number that is no integer, kept as written: no schema of ours accepts it, nor rounds it into one. */
+export class InexactNumber {
+  constructor (readonly literal: string) {}
+}
+
+/** A number literal a double may not hold exactly, read exactly, and where it sits: member `key` of container `container`. */
+interface LongNumber { container: number, key: string | number, value: bigint | InexactNumber }
+
+/** The exact value of a number literal that needs one: `plain` when it is digits with an optional minus. */
+function readLongNumber (literal: string, digits: number, plain: boolean): bigint | InexactNumber {
+  // A plain integer (the common 64-bit id) is read at once; other spellings by exactInteger.
+  return (plain && digits <= MAX_INTEGER_DIGITS ? BigInt(literal) : exactInteger(literal)) ?? new InexactNumber(literal)
+}
+
+/** What one pass over a JSON text finds besides its values. */
+interface Shape {
+  /** For each object or array, in the order they open: the index of the one it sits in (-1: none)… */
+  parents: number[]
+  /** …and its key or index there. */
+  keys: Array<string | number>
+  /** The numbers to read from their literal rather than from JSON.parse's double. */
+  longNumbers: LongNumber[]
+  repeatedKey: boolean
+}
+
+/** An object or array open at this point of the text. */
+interface Open { index: number, key: string | number, isObject: boolean, expectKey: boolean, seen: Keys }
+
+/** The keys of one object so far: a list while short, a Set once long (a huge object stays linear). */
+class Keys {
+  private list: string[] = []
+  private set: Set<string> | undefined
+
+  has (key: string): boolean {
+    return this.set === undefined ? this.list.includes(key) : this.set.has(key)
+  }
+
+  add (key: string): void {
+    if (this.set !== undefined) this.set.add(key)
+    else if (this.list.push(key) > 16) this.set = new Set(this.list)
+  }
+}
+
+/** The index of the quote that ends the string opening at `start` (or the text's length). */
+function endOfString (text: string, start: number): number {
+  for (let i = start + 1; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === QUOTE) return i
+    if (code === BACKSLASH) i++
+  }
+  return text.length
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const MINUS = 0x2d
+const ZERO = 0x30
+const NINE = 0x39
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+// Up to 15 digits, an integer literal is exactly the double JSON.parse reads.
+const MAX_SHORT_DIGITS = 15
+
+function isNumberPart (code: number): boolean {
+  return (code >= ZERO && code <= NINE) || code === 0x2e || code === 0x65 || code === 0x45 || code === 0x2b || code === MINUS
+}
 
 /**
- * Parses a JSON body keeping every integer exact. Note: the lossless path refuses a key repeated
- * with different values, which the native path accepts (last one wins).
+ * Walks a JSON text once for what JSON.parse does not tell: the keys repeated within one object,
+ * and the numbers that need their literal (a fraction, an exponent, or more than 15 digits), with
+ * their places. Whether the text is valid JSON is JSON.parse's to say: on invalid text the findings
+ * are not used.
+ */
+function scanShape (text: string): Shape {
+  const shape: Shape = { parents: [], keys: [], longNumbers: [], repeatedKey: false }
+  const stack: Open[] = []
+  let open: Open | undefined
+  // Strings end at the first quote unless a backslash comes before it: most bodies have none.
+  let nextBackslash = text.indexOf('\\')
+  if (nextBackslash === -1) nextBackslash = text.length
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === QUOTE) {
+      const start = i
+      i = text.indexOf('"', start + 1)
+      if (i === -1) i = text.length
+      const escaped = i > nextBackslash
+      if (escaped) i = endOfString(text, start)
+      if (open?.expectKey) {
+        const key = escaped ? decodeKey(text.slice(start, i + 1)) : text.slice(start + 1, i)
+        if (open.seen.has(key)) shape.repeatedKey = true
+        open.seen.add(key)
+        open.key = key
+        open.expectKey = false
+      }
+      if (escaped) {
+        nextBackslash = text.indexOf('\\', i)
+        if (nextBackslash === -1) nextBackslash = text.length
+      }
+    } else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
+      shape.parents.push(open?.index ?? -1)
+      shape.keys.push(open?.key ?? -1)
+      const isObject = code === OPEN_OBJECT
+      open = { index: shape.parents.length - 1, key: isObject ? '' : 0, isObject, expectKey: isObject, seen: new Keys() }
+      stack.push(open)
+    } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) {
+      stack.pop()
+      open = stack.at(-1)
+    } else if (code === COMMA) {
+      if (open?.isObject) open.expectKey = true
+      else if (open !== undefined) open.key = (open.key as number) + 1
+    } else if (code === MINUS || (code >= ZERO && code <= NINE)) {
+      const start = i
+      let digits = 0
+      let plain = true
+      if (code === MINUS) i++
+      for (; i < text.length && isNumberPart(text.charCodeAt(i)); i++) {
+        const c = text.charCodeAt(i)
+        if (c >= ZERO && c <= NINE) digits++
+        else plain = false
+      }
+      if (!plain || digits > MAX_SHORT_DIGITS) {
+        const value = readLongNumber(text.slice(start, i), digits, plain)
+        shape.longNumbers.push({ container: open?.index ?? -1, key: open?.key ?? -1, value })
+      }
+      i--
+    }
+  }
+  return shape
+}
+
+// A key with escapes ("\u0069d" is "id"); an invalid one is left to JSON.parse to refuse.
+function decodeKey (quoted: string): string {
+  try {
+    return JSON.parse(quoted) as string
+  } catch {
+    return quoted
+  }
+}
+
+/** Puts each long number, read exactly from its literal, in the place JSON.parse's double took. */
+function readLongNumbers (value: unknown, { parents, keys, longNumbers }: Shape): unknown {
+  const containers: Array<Record<string | number, unknown>> = []
+  const containerAt = (index: number) => {
+    // The chain up to the nearest container already found, then down from it.
+    const chain: number[] = []
+    for (let at = index; at !== -1 && containers[at] === undefined; at = parents[at]) chain.push(at)
+    for (const at of chain.reverse()) {
+      containers[at] = (parents[at] === -1 ? value : containers[parents[at]][keys[at]]) as Record<string | number, unknown>
+    }
+    return containers[index]
+  }
+  for (const { container, key, value: number } of longNumbers) {
+    if (container === -1) return number
+    containerAt(container)[key] = number
+  }
+  return value
+}
+
+// JSON's whitespace, and a string without escapes or control characters (its text is its value).
+const _ = '[ \\t\\n\\r]*'
+const PLAIN_STRING = '"([^"\\\\\\x00-\\x1f]*)"'
+/** The body nearly every client sends: {"id":<integer>,"name":"…"} with "tag":"…" or not, in this order. */
+const PLANT_BODY = new RegExp(
+  `^${_}\\{${_}"id"${_}:${_}(-?(?:0|[1-9]\\d*))${_},${_}"name"${_}:${_}${PLAIN_STRING}${_}` +
+  `(?:,${_}"tag"${_}:${_}${PLAIN_STRING}${_})?\\}${_}$`)
+
+/** A plant body in its usual form, read by one regular expression as the general path reads it. */
+export function parsePlantBody (text: string): object | undefined {
+  const match = PLANT_BODY.exec(text)
+  if (match === null) return undefined
+  const [, id, name, tag] = match
+  const digits = id.startsWith('-') ? id.length - 1 : id.length
+  const plant: Record<string, unknown> = { id: digits > MAX_SHORT_DIGITS ? readLongNumber(id, digits, true) : Number(id), name }
+  if (tag !== undefined) plant.tag = tag
+  return plant
+}
+
+/**
+ * Parses a JSON body with JSON.parse, keeping every integer exact (ids of 64 bits included) and
+ * refusing a key repeated within one object, whichever numbers the body holds. The usual plant
+ * body skips all that: it holds none of what they guard against.
  */
 export function parseJsonBody (body: Buffer): unknown {
   if (body.length === 0) throw new EmptyBodyError()
   if (!isUtf8(body)) throw new InvalidUtf8Error()
   const text = body.toString('utf8')
+  return parsePlantBody(text) ?? parseAnyJson(text)
+}
+
+/** Any JSON text, read as parseJsonBody says. */
+export function parseAnyJson (text: string): unknown {
+  const shape = scanShape(text)
   let value: unknown
   try {
-    value = NEEDS_LOSSLESS_PARSE.test(text) ? parseLossless(text, null, parseNumberExactly) : JSON.parse(text)
+    value = JSON.parse(text)
   } catch {
     throw new InvalidJsonError()
   }
+  // Parsers disagree on a repeated key (the first, the last, an error): refused, none can be fooled.
+  if (shape.repeatedKey) throw new RepeatedKeyError()
   if (typeof value === 'object' && value !== null) {
     try {
       secureJson.scan(value, POISON_CHECK)
@@ -57,14 +241,29 @@ export function parseJsonBody (body: Buffer): unknown {
       throw new ForbiddenKeyError()
     }
   }
-  return value
+  return shape.longNumbers.length === 0 ? value : readLongNumbers(value, shape)
+}
+
+const CHARSET = /;\s*charset=("[^"]*"|[^;\s]*)/gi
+const UTF8 = /^"?utf-?8"?$/i
+
+/** A body as sent: UTF-8 (JSON's only encoding) and not compressed, which this service does not undo. */
+function checkEncoding (request: FastifyRequest): void {
+  if (request.headers['content-encoding'] !== undefined) throw new EncodedBodyError()
+  const type = request.headers['content-type']!
+  // Most clients send no parameter at all.
+  if (!type.includes(';')) return
+  for (const [, charset] of type.matchAll(CHARSET)) {
+    if (!UTF8.test(charset)) throw new UnsupportedCharsetError()
+  }
 }
 
 /** Replaces every body parser in the registering scope: JSON only, anything else is 415. */
 export default fp(async function jsonBody (fastify) {
   fastify.removeAllContentTypeParsers()
-  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
+      checkEncoding(request)
       done(null, parseJsonBody(body as Buffer))
     } catch (error) {
       done(error as Error, undefined)

@@ -1,45 +1,59 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { PlantNotFoundError } from '../plugins/http-errors.js'
+import { InvalidJsonError, PlantNotFoundError } from '../plugins/http-errors.js'
+import { storeOf } from '../plugins/store/index.js'
+import { INT64_MESSAGE, integerMessage, validationMessage } from '../plugins/validation.js'
 import {
-  ErrorSchema, NewPlantSchema, PlantIdSchema, PlantListQuerySchema, PlantListSchema, PlantSchema, ref
+  DEFAULT_PAGE_SIZE, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PLANTS_TAG, PlantIdSchema, PlantListQuerySchema, STORABLE_TEXT_RULE,
+  plantSchemas, ref
 } from '../schemas/index.js'
+import {
+  badRequest, conflict, internalError, messageOf, notFound, operationId, rateLimitHeaders, success, tooLarge, tooManyRequests,
+  unauthorized, unavailable, unsupportedMediaType
+} from './documentation.js'
+import { fitPage } from './page.js'
 
 export interface PlantRoutesOptions {
   /** The largest request body accepted, in bytes. */
   bodyLimit: number
+  /** The longest name or tag accepted, in characters. */
+  maxTextLength: number
 }
 
-const failure = (description: string) => ref(ErrorSchema, description)
-const badRequest = failure('The request is invalid: its body, id or query')
-const unauthorized = failure('No valid bearer token')
-const notFound = failure('No plant has this id')
-const tooManyRequests = failure('Too many requests for this token (when a rate limit is configured)')
-const unavailable = failure('The store is unavailable or the service overloaded: try again later')
 const security = [{ bearerAuth: [] }]
-const tags = ['plants']
+const tags = [PLANTS_TAG]
+const badId = (part: string) => ({ 'An id that is not an int64': validationMessage(part, '/id', INT64_MESSAGE) })
 
-const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastify, { bodyLimit }) => {
-  const store = fastify.plantStore
+const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastify, { bodyLimit, maxTextLength }) => {
+  const store = storeOf(fastify)
+  // The schemas with this instance's text limit (strictValidation added them to the scope).
+  const { Plant: PlantSchema, NewPlant: NewPlantSchema, PlantList: PlantListSchema } = plantSchemas(maxTextLength)
+  const id = (name: string) => operationId(fastify.prefix, name)
+  // Every plant route answers these, besides its own.
+  const common = { 401: unauthorized, 429: tooManyRequests, 500: internalError, 503: unavailable }
 
   fastify.post('/plants', {
     bodyLimit,
     schema: {
       summary: 'Create a plant',
-      description: 'Creates a new plant in the store',
-      operationId: 'createPlant',
+      description: 'Creates a new plant in the store. A 200 means the plant is stored durably; ' +
+        'an id that exists already is a 409 and leaves the stored plant unchanged.',
+      operationId: id('createPlant'),
       tags,
       security,
       body: ref(NewPlantSchema),
       response: {
         // The serializer writes only Plant's fields: the id never appears in the reply.
-        200: ref(PlantSchema, 'The plant as stored, without its id'),
-        400: badRequest,
-        401: unauthorized,
-        409: failure('A plant with this id exists already; it is unchanged'),
-        413: failure('The body is larger than the limit'),
-        415: failure('The body is not application/json'),
-        429: tooManyRequests,
-        503: unavailable
+        200: success(PlantSchema, 'The plant as stored, without its id', rateLimitHeaders),
+        400: badRequest({
+          ...badId('body'),
+          'A name too long': validationMessage('body', '/name', `must NOT have more than ${maxTextLength} characters`),
+          'Text a store cannot keep exactly': validationMessage('body', '/name', STORABLE_TEXT_RULE),
+          'A body that is not JSON': messageOf(InvalidJsonError)
+        }),
+        ...common,
+        409: conflict,
+        413: tooLarge(bodyLimit),
+        415: unsupportedMediaType
       }
     }
   }, async (request) => store.create(request.body))
@@ -47,17 +61,16 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
   fastify.get('/plants/:id', {
     schema: {
       summary: 'Read a plant',
-      operationId: 'getPlant',
+      description: 'The plant with this id, without its id (as POST /plants answers).',
+      operationId: id('getPlant'),
       tags,
       security,
       params: PlantIdSchema,
       response: {
-        200: ref(PlantSchema, 'The plant, without its id'),
-        400: badRequest,
-        401: unauthorized,
-        404: notFound,
-        429: tooManyRequests,
-        503: unavailable
+        200: success(PlantSchema, 'The plant, without its id', rateLimitHeaders),
+        400: badRequest(badId('params')),
+        ...common,
+        404: notFound
       }
     }
   }, async (request) => {
@@ -69,36 +82,40 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
   fastify.get('/plants', {
     schema: {
       summary: 'List plants',
-      description: 'Plants in ascending id order, a page at a time: pass the last id of a page as `after` to get the next.',
-      operationId: 'listPlants',
+      description: 'Plants in ascending id order, a page at a time: pass the last id of a page as `after` to get ' +
+        `the next. A page holds at most \`limit\` plants and at most ${MAX_PAGE_BYTES} bytes of JSON (one plant at ` +
+        'least), so it may end early: a page shorter than `limit` is not the end, an empty page is.',
+      operationId: id('listPlants'),
       tags,
       security,
       querystring: PlantListQuerySchema,
       response: {
-        200: ref(PlantListSchema, 'A page of plants, with their ids'),
-        400: badRequest,
-        401: unauthorized,
-        429: tooManyRequests,
-        503: unavailable
+        200: success(PlantListSchema, 'A page of plants, with their ids', rateLimitHeaders),
+        400: badRequest({
+          'A limit out of range, or not in decimal digits': validationMessage('querystring', '/limit', integerMessage(1, MAX_PAGE_SIZE)),
+          'A cursor that is not an int64': validationMessage('querystring', '/after', INT64_MESSAGE)
+        }),
+        ...common
       }
     }
-  }, async (request) => store.list(request.query))
+  }, async (request) => {
+    const { limit = DEFAULT_PAGE_SIZE, after } = request.query
+    return fitPage(await store.list({ limit, after }), MAX_PAGE_BYTES)
+  })
 
   fastify.delete('/plants/:id', {
     schema: {
       summary: 'Delete a plant',
       description: 'Deletes a plant; its id may be used again afterwards.',
-      operationId: 'deletePlant',
+      operationId: id('deletePlant'),
       tags,
       security,
       params: PlantIdSchema,
       response: {
-        204: { type: 'null', description: 'Deleted' },
-        400: badRequest,
-        401: unauthorized,
-        404: notFound,
-        429: tooManyRequests,
-        503: unavailable
+        204: { type: 'null', description: 'Deleted', headers: rateLimitHeaders },
+        400: badRequest(badId('params')),
+        ...common,
+        404: notFound
       }
     }
   }, async (request, reply) => {

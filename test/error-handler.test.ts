@@ -1,4 +1,5 @@
 import t from 'tap'
+import { MALFORMED_URL } from '../plugins/error-handler.js'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
 import { createMemoryStore } from '../plugins/store/memory.js'
 import type { PlantStore } from '../plugins/store/types.js'
@@ -61,7 +62,12 @@ t.test('a malformed or absurd URL is answered in the Error shape', async (t) => 
   const { app } = await build(t)
   const malformed = await app.inject({ url: '/plants/%zz', headers: AUTH })
   t.equal(malformed.statusCode, 400)
-  t.same(malformed.json(), { error: 400, message: "'/plants/%zz' is not a valid url component" })
+  t.same(malformed.json(), { error: 400, message: MALFORMED_URL })
+  const withQuery = await app.inject({ url: '/plants/%zz?access_token=secret', headers: AUTH })
+  t.same(withQuery.json(), { error: 400, message: MALFORMED_URL }, 'nothing of the URL is echoed, the query string least')
+  const longMalformed = await app.inject({ url: `/plants/%zz${'a'.repeat(3000)}` })
+  t.equal(longMalformed.statusCode, 400)
+  t.same(longMalformed.json(), { error: 400, message: MALFORMED_URL }, 'a long path is not echoed: the message stays short')
   const long = await app.inject({ url: `/plants/${'9'.repeat(99)}`, headers: AUTH })
   t.equal(long.statusCode, 400)
   t.match(long.json(), { error: 400, message: /^params\/id must be an integer/ })

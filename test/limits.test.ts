@@ -1,29 +1,14 @@
 import { once } from 'node:events'
 import { connect, type AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { connectionOptions } from '../src/app.js'
 import { loadConfig } from '../src/config.js'
-import { AUTH, build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
-
-t.test('security headers on every answer, and nothing that names the server', async (t) => {
-  const { app } = await build(t)
-  for (const url of ['/healthz', '/documentation', '/plants']) {
-    const response = await app.inject({ url, headers: AUTH })
-    t.match(response.headers, {
-      'x-content-type-options': 'nosniff',
-      'x-frame-options': 'SAMEORIGIN',
-      'strict-transport-security': /max-age=/,
-      'content-security-policy': /default-src 'self'/
-    }, url)
-    t.notOk(response.headers['x-powered-by'], `${url}: no x-powered-by`)
-    t.notOk(response.headers.server, `${url}: no server header`)
-  }
-})
+import { build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
 
 t.test('an overloaded process sheds plant requests with 503 and Retry-After, and nothing is stored', async (t) => {
   const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 7 } })
-  // Hold the event loop long enough for under-pressure's next sample to see the delay.
+  // Hold the event loop long enough for the next sample to see the delay.
   const until = Date.now() + 1200
   while (Date.now() < until);
   await sleep(50)
@@ -33,6 +18,19 @@ t.test('an overloaded process sheds plant requests with 503 and Retry-After, and
   t.same(response.json(), { error: 503, message: 'The service is overloaded, try again later' })
   t.same(await storedPlants(store), [])
   t.equal((await app.inject({ url: '/healthz' })).statusCode, 200, 'liveness is not shed')
+})
+
+t.test('event-loop utilization and heap use above their thresholds shed plant requests too', async (t) => {
+  const busy = await build(t, { pressure: { maxEventLoopUtilization: 0.5 } })
+  // Keep the loop busy through a whole sample.
+  const until = Date.now() + 1200
+  while (Date.now() < until);
+  await sleep(50)
+  t.equal((await createPlant(busy.app, { id: 1, name: 'n' })).statusCode, 503, 'a loop busy over half the time')
+  const heavy = await build(t, { pressure: { maxHeapUsedBytes: 1 } })
+  await sleep(1100)
+  t.equal((await createPlant(heavy.app, { id: 1, name: 'n' })).statusCode, 503, 'a heap over its threshold')
+  t.same([...await storedPlants(busy.store), ...await storedPlants(heavy.store)], [])
 })
 
 t.test('with a rate limit, each token gets its own budget; beyond it 429 in the Error shape', async (t) => {
@@ -56,37 +54,90 @@ t.test('without a rate limit configured, there is none', async (t) => {
   for (let id = 0; id < 50; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200)
 })
 
-t.test('a client that sends its headers too slowly is answered 408 in the Error shape', async (t) => {
-  const { app } = await build(t, {}, { http: { headersTimeout: 300, requestTimeout: 300, connectionsCheckingInterval: 50 } })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1')
+/** Writes `first` (then `drip` every 300 ms), and resolves what the server sends before it closes, and when. */
+async function exchange (port: number, first: string, drip?: string) {
+  const socket = connect(port, '127.0.0.1')
   let answer = ''
-  socket.on('data', (chunk) => { answer += chunk })
-  socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
-  const started = Date.now()
-  await once(socket, 'close')
-  t.ok(Date.now() - started < 3000, 'the connection is let go quickly')
-  t.match(answer, /^HTTP\/1\.1 408 /)
-  t.match(answer, /\{"error":408,"message":"Request timed out"\}$/)
-})
-
-t.test('the connection limits follow the settings', async (t) => {
-  t.same(connectionOptions(loadConfig({ CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048' })), {
-    connectionTimeout: 1000,
-    requestTimeout: 30000,
-    keepAliveTimeout: 72000,
-    http: { headersTimeout: 10000, maxHeaderSize: 2048 }
-  })
-})
-
-t.test('a connection that stays silent is closed after the connection timeout', { timeout: 20_000 }, async (t) => {
-  const { app } = await build(t, {}, { connectionTimeout: 300 })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const socket = connect((app.server.address() as AddressInfo).port, '127.0.0.1')
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => { answer += chunk })
   socket.on('error', () => {})
   await once(socket, 'connect')
   const started = Date.now()
+  socket.write(first)
+  const dripping = drip === undefined ? undefined : setInterval(() => socket.write(drip), 300)
   await once(socket, 'close')
-  const waited = Date.now() - started
-  t.ok(waited >= 250 && waited < 5000, `closed after ${waited} ms`)
+  clearInterval(dripping)
+  return { answer, waited: Date.now() - started }
+}
+
+/** The app with the connection settings the server derives from `env`, listening on a real socket. */
+async function listeningWith (t: Test, env: Record<string, string>) {
+  const { app, store } = await build(t, {}, connectionOptions(loadConfig(env)))
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  return { port: (app.server.address() as AddressInfo).port, store }
+}
+
+const TIMED_OUT = /^HTTP\/1\.1 408 [^]*\r\n\r\n\{"error":408,"message":"Request timed out"\}$/
+
+t.test('HEADERS_TIMEOUT=1000: headers still incomplete after a second are answered 408 within ~1.5 s', async (t) => {
+  const { port } = await listeningWith(t, { HEADERS_TIMEOUT: '1000' })
+  const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n')
+  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
+  t.ok(waited >= 950 && waited < 1500, `after ${waited} ms`)
+})
+
+t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answered 408 within ~2.5 s, nothing stored', async (t) => {
+  const { port, store } = await listeningWith(t, { HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000' })
+  const { answer, waited } = await exchange(port,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id":1,"name":"`, 'a')
+  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
+  t.ok(waited >= 1950 && waited < 2500, `after ${waited} ms`)
+  t.same(await storedPlants(store), [])
+})
+
+t.test('the default HEADERS_TIMEOUT (10 s) acts within 11 s, not at Node\'s 30 s check', { timeout: 30_000 }, async (t) => {
+  const { port } = await listeningWith(t, {})
+  const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
+  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
+  t.ok(waited >= 9950 && waited < 11_000, `after ${waited} ms`)
+})
+
+t.test('CONNECTION_TIMEOUT=1000: a request that has begun and then goes silent is answered 408, nothing stored', async (t) => {
+  const { port, store } = await listeningWith(t, { CONNECTION_TIMEOUT: '1000', HEADERS_TIMEOUT: '20000' })
+  const headers = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
+  t.match(headers.answer, TIMED_OUT, 'headers begun: a 408 in the Error shape')
+  t.ok(headers.waited >= 950 && headers.waited < 1500, `after ${headers.waited} ms`)
+  const body = await exchange(port,
+    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id":1,`)
+  t.match(body.answer, TIMED_OUT, 'body begun: a 408 in the Error shape')
+  t.ok(body.waited >= 950 && body.waited < 1500, `after ${body.waited} ms`)
+  t.same(await storedPlants(store), [])
+})
+
+t.test('CONNECTION_TIMEOUT=1000: a silent connection is closed without a word', async (t) => {
+  const { port } = await listeningWith(t, { CONNECTION_TIMEOUT: '1000' })
+  const silent = await exchange(port, '')
+  t.equal(silent.answer, '', 'nothing sent on a connection that said nothing')
+  t.ok(silent.waited >= 950 && silent.waited < 1500, `closed after ${silent.waited} ms`)
+})
+
+t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed without another word', async (t) => {
+  const { port } = await listeningWith(t, { KEEP_ALIVE_TIMEOUT: '1000' })
+  const idle = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  // Node keeps the connection a second longer than it tells the client, so that the client closes first.
+  t.match(idle.answer, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/, 'only the answer to its request')
+  t.ok(idle.waited >= 950 && idle.waited < 2500, `closed after ${idle.waited} ms`)
+})
+
+t.test('the connection limits follow the settings', async (t) => {
+  t.same(connectionOptions(loadConfig({ CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048', MAX_CONNECTIONS: '100' }), 1024), {
+    connectionTimeout: 1000,
+    requestTimeout: 30000,
+    keepAliveTimeout: 72000,
+    maxConnections: 100,
+    // Node looks for expired headers and requests this often: a twentieth of the shorter timeout.
+    http: { headersTimeout: 10000, maxHeaderSize: 2048, connectionsCheckingInterval: 500 }
+  })
+  t.match(connectionOptions(loadConfig({ HEADERS_TIMEOUT: '300', REQUEST_TIMEOUT: '0' }), 1024).http,
+    { connectionsCheckingInterval: 15 }, 'REQUEST_TIMEOUT=0: a twentieth of HEADERS_TIMEOUT')
 })

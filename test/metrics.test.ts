@@ -1,5 +1,9 @@
+import Fastify from 'fastify'
+import { Histogram, Registry } from 'prom-client'
 import t from 'tap'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
+import metricsPlugin, { createMetrics } from '../plugins/metrics.js'
+import { SeriesHistogram } from '../plugins/series-histogram.js'
 import { createMemoryStore } from '../plugins/store/memory.js'
 import { AUTH, build, createPlant } from './helpers/app.js'
 
@@ -56,4 +60,49 @@ t.test('unknown routes are counted under one label, not one per path', async (t)
   await app.inject({ url: '/nope/2' })
   const text = (await app.inject({ url: '/metrics' })).body
   t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="unknown",status_code="404"}'), 2)
+})
+
+t.test('a HEAD request is counted once, under the route it was answered by', async (t) => {
+  const { app } = await build(t)
+  await app.inject({ method: 'HEAD', url: '/healthz' })
+  await app.inject({ url: '/healthz' })
+  const text = (await app.inject({ url: '/metrics' })).body
+  t.equal(sample(text, 'http_request_duration_seconds_count{method="HEAD",route="/healthz",status_code="200"}'), 1)
+  t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="/healthz",status_code="200"}'), 1)
+})
+
+t.test('a SeriesHistogram prints exactly what prom-client\'s Histogram prints for the same observations', async (t) => {
+  const options = { name: 'h_seconds', help: 'A histogram', labelNames: ['a', 'b'] as const, buckets: [0.001, 0.01, 1] }
+  const ours = new Registry()
+  const theirs = new Registry()
+  const series = new SeriesHistogram({ ...options, registers: [ours] })
+  const histogram = new Histogram({ ...options, registers: [theirs] })
+  const observations: Array<[string, string, number]> = [['x', 'y', 0.0005], ['x', 'y', 0.001], ['x', 'y', 0.5], ['x', 'z', 5], ['w', 'y', 0.01]]
+  for (const [a, b, value] of observations) {
+    series.series(a, b).observe(value)
+    histogram.observe({ a, b }, value)
+  }
+  t.equal(await ours.metrics(), await theirs.metrics())
+  ours.resetMetrics()
+  theirs.resetMetrics()
+  series.series('x', 'y').observe(0.002)
+  histogram.observe({ a: 'x', b: 'y' }, 0.002)
+  t.match(await ours.metrics(), /h_seconds_count\{a="x",b="y"\} 1/, 'reset, then counted again')
+  t.match(await ours.metrics(), /h_seconds_count\{a="x",b="z"\} 0/, 'a reset series stays, at zero')
+})
+
+t.test('a route\'s own onResponse hooks still run beside the one that times it', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  const metrics = createMetrics()
+  await app.register(metricsPlugin, { metrics })
+  const seen: string[] = []
+  app.get('/one', { onResponse: (_request, _reply, done) => { seen.push('one'); done() } }, async () => 'ok')
+  app.get('/two', { onResponse: [(_request, _reply, done) => { seen.push('two'); done() }] }, async () => 'ok')
+  await app.inject({ url: '/one' })
+  await app.inject({ url: '/two' })
+  t.same(seen, ['one', 'two'])
+  const text = await metrics.registry.metrics()
+  t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="/one",status_code="200"}'), 1)
+  t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="/two",status_code="200"}'), 1)
 })

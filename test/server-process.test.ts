@@ -4,8 +4,10 @@ import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
+import { pool } from './helpers/load.js'
 import {
-  exitWithin, idleConnection, linesOf, rawRequest, slowPost, spawnServer, startServer, type LogLine, type ServerProcess
+  exitWithin, idleConnection, linesOf, rawRequest, slowPost, spawnServer, startServer, START_TIMEOUT, type Exit, type LogLine,
+  type ServerProcess
 } from './helpers/server-process.js'
 
 const TOKEN = 'test-token-server-process'
@@ -161,7 +163,7 @@ t.test('NODE_ENV=production without tokens refuses to start', async (t) => {
 })
 
 t.test('bad configuration exits at once with one line naming the variable', async (t) => {
-  const dir = t.testdir({ 'file.txt': 'a regular file, not a folder\n' })
+  const dir = t.testdir({ 'file.txt': 'a regular file, not a folder\n', 'tokens.txt': 'fine-token\nseedling-\u{1f331}\n' })
   const cases: Array<{ variable: string, env: Record<string, string> }> = [
     { variable: 'PORT', env: { PORT: '99999' } },
     { variable: 'PORT', env: { PORT: 'abc' } },
@@ -172,22 +174,29 @@ t.test('bad configuration exits at once with one line naming the variable', asyn
     { variable: 'API_TOKENS_FILE', env: { API_TOKENS_FILE: join(dir, 'no-such-tokens.txt') } },
     { variable: 'DATABASE_URL', env: { DATABASE_URL: `sqlite:${join(dir, 'file.txt', 'x.db')}` } },
     // Without tokens too: the generated token is printed only once the service is up.
-    { variable: 'DATABASE_URL', env: { API_TOKENS: '', DATABASE_URL: `sqlite:${join(dir, 'file.txt', 'y.db')}` } }
+    { variable: 'DATABASE_URL', env: { API_TOKENS: '', DATABASE_URL: `sqlite:${join(dir, 'file.txt', 'y.db')}` } },
+    // Longer than a Node timer can hold: it would fire after 1 ms.
+    { variable: 'SHUTDOWN_TIMEOUT', env: { SHUTDOWN_TIMEOUT: String(2 ** 31) } },
+    // A token no HTTP client can send could never match.
+    { variable: 'API_TOKENS', env: { API_TOKENS: 'fine-token,caf\u00e9-token' } },
+    { variable: 'API_TOKENS_FILE', env: { API_TOKENS_FILE: join(dir, 'tokens.txt') } }
   ]
-  // All at once: each start-up pays for the TypeScript loader.
-  const runs = cases.map(({ env }) => {
-    const server = spawnServer(t, { API_TOKENS: TOKEN, ...env })
-    return { server, exit: exitWithin(server, 30_000) }
+  // A few at a time: each start-up pays for the TypeScript loader, and all of them at once would
+  // make the slowest wait for the others on two cores.
+  const runs = new Map<number, { server: ReturnType<typeof spawnServer>, exit: Exit }>()
+  await pool(cases.length, 4, async (index) => {
+    const server = spawnServer(t, { API_TOKENS: TOKEN, ...cases[index].env })
+    runs.set(index, { server, exit: await exitWithin(server, START_TIMEOUT) })
   })
   for (const [index, { variable, env }] of cases.entries()) {
-    const { server, exit } = runs[index]
+    const { server, exit: { code, signal } } = runs.get(index)!
     const label = Object.entries(env).map(([name, value]) => `${name}=${value}`).join(' ')
-    const { code, signal } = await exit
     t.ok(code !== null && code !== 0 && signal === null, `${label}: exits non-zero (code ${code}, signal ${signal})`)
     const lines = linesOf(server.stderr())
     t.equal(lines.length, 1, `${label}: exactly one line on stderr:\n${server.stderr()}`)
     t.match(lines[0] ?? '', variable, `${label}: the line names ${variable}`)
     t.notMatch(server.stdout(), /Server listening/, `${label}: it never listened`)
+    t.notMatch(lines[0] ?? '', /token/i.test(variable) ? /caf\u00e9|seedling/ : /(?!)/, `${label}: the line does not show a token`)
   }
 })
 
@@ -252,6 +261,44 @@ t.test('tokens never appear in the logs, and a refused request is not an error',
   t.notOk(stdout.includes(invalid), 'the invalid token is nowhere on stdout')
   t.notOk(stdout.includes(valid), 'the valid token is nowhere on stdout')
   t.notOk(server.stderr().includes(valid) || server.stderr().includes(invalid), 'nor on stderr')
+})
+
+t.test('at trace, no token sent anywhere in a request reaches the log', async (t) => {
+  const valid = uniqueToken('valid')
+  const server = await startServer(t, { API_TOKENS: valid, LOG_LEVEL: 'trace', RATE_LIMIT_MAX: '1000' })
+  const host = new URL(server.url).host
+  const sent: string[] = []
+  /** A token of its own for each place it is sent from, so that a leak names its place. */
+  const leak = (place: string) => {
+    const token = uniqueToken(place)
+    sent.push(token)
+    return token
+  }
+  const requests: Array<[string, RequestInit?]> = [
+    [`/plants?access_token=${leak('query-anonymous')}`],
+    [`/plants?access_token=${leak('query-beside-header')}`, { headers: bearer(valid) }],
+    [`/plants?limit=${leak('query-bad-limit')}`, { headers: bearer(valid) }],
+    [`/nowhere?access_token=${leak('query-unknown-route')}`],
+    [`/plants/%zz?access_token=${leak('query-bad-url')}`, { headers: bearer(valid) }],
+    [`/healthz?access_token=${leak('query-health')}`],
+    ['/plants', { method: 'POST', headers: { ...json, ...bearer(valid) }, body: `{"id":1,"name":"n","access_token":"${leak('body')}"}` }],
+    ['/plants', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `access_token=${leak('form-body')}` }],
+    ['/plants', { headers: bearer(leak('header-unknown')) }]
+  ]
+  for (const [path, init] of requests) {
+    const response = await fetch(`${server.url}${path}`, init)
+    await response.body?.cancel()
+  }
+  // Written by hand: two Authorization headers, and one in the trailers of a chunked body.
+  await rawRequest(server.url, ['GET /plants HTTP/1.1', `Host: ${host}`, `Authorization: Bearer ${valid}`, `Authorization: Bearer ${leak('second-header')}`])
+  await stop(t, server)
+
+  const output = server.stdout() + server.stderr()
+  t.ok(server.logs().some((line) => line.level === 10 || line.level === 20), 'the log holds lines below info')
+  t.same(sent.filter((token) => output.includes(token)).map((token) => token.split('-').slice(0, -1).join('-')), [],
+    'no token sent in a query string, a body or a header is in the log')
+  t.notOk(output.includes(valid), 'nor the valid token')
+  t.ok(server.logs().some((line) => line.url === '/plants'), 'the access log gives the path, without its query string')
 })
 
 t.test('a request with two Authorization headers is refused', async (t) => {

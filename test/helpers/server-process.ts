@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import { ConfigSchema } from '../../src/config.js'
 
 /** The server entry, run as TypeScript source through the loaders tap gave this process. */
 export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.ts', import.meta.url))
@@ -10,10 +11,7 @@ export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.ts', import.
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
 
 // Every variable the service reads: none of them may leak in from the environment of the test run.
-const SERVICE_VARIABLES = [
-  'HOST', 'PORT', 'DATABASE_URL', 'API_TOKENS', 'API_TOKENS_FILE', 'LOG_LEVEL', 'BODY_LIMIT',
-  'SHUTDOWN_TIMEOUT', 'NODE_ENV'
-]
+const SERVICE_VARIABLES = Object.keys(ConfigSchema.properties)
 
 /** Variables to set for the child; `undefined` removes one of the defaults. */
 export type EnvOverrides = Record<string, string | undefined>
@@ -77,15 +75,24 @@ function parseLogLine (line: string): LogLine | undefined {
 
 const isAlive = (child: ChildProcess) => child.exitCode === null && child.signalCode === null
 
+export interface SpawnOptions {
+  /** Starts the server under `ulimit -n <fdLimit>`: at most that many open file descriptors. */
+  fdLimit?: number
+  /** What node runs instead of the TypeScript entry, e.g. the bundle: its arguments. */
+  args?: string[]
+}
+
 /**
- * Spawns `node <loaders> src/server.ts` with a clean environment, without waiting for anything.
- * The child is killed (SIGKILL) at the test's teardown if it is still running.
+ * Spawns `node <loaders> src/server.ts` (or `node <args>`) with a clean environment, without
+ * waiting for anything. The child is killed (SIGKILL) at the test's teardown if it is still running.
  */
-export function spawnServer (t: Teardown, overrides: EnvOverrides = {}): SpawnedServer {
-  const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY], {
-    env: serverEnv(overrides),
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
+export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options: SpawnOptions = {}): SpawnedServer {
+  const command = [process.execPath, ...(options.args ?? [...process.execArgv, SERVER_ENTRY])]
+  // The shell sets the limit, then becomes node (exec): the child is the server itself, for signals.
+  const [file, ...args] = options.fdLimit === undefined
+    ? command
+    : ['/bin/sh', '-c', `ulimit -n ${options.fdLimit} && exec "$@"`, 'sh', ...command]
+  const child = spawn(file, args, { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   let partial = ''
@@ -149,8 +156,8 @@ export function spawnServer (t: Teardown, overrides: EnvOverrides = {}): Spawned
 const LISTENING = /^Server listening at (http:\/\/127\.0\.0\.1:(\d+))$/
 
 /** Starts the server and resolves once it logged the address it listens at. */
-export async function startServer (t: Teardown, overrides: EnvOverrides = {}): Promise<ServerProcess> {
-  const server = spawnServer(t, overrides)
+export async function startServer (t: Teardown, overrides: EnvOverrides = {}, options: SpawnOptions = {}): Promise<ServerProcess> {
+  const server = spawnServer(t, overrides, options)
   const line = await server.waitForLog((candidate) => LISTENING.test(candidate.msg ?? ''), START_TIMEOUT)
   const [, url] = LISTENING.exec(line.msg!)!
   return { ...server, url }
@@ -183,7 +190,8 @@ export interface RawResponse {
 
 /**
  * Sends a request written by hand on a fresh socket (e.g. with a header repeated, which fetch and
- * http.request would merge) and reads the response until the server closes the connection.
+ * http.request would merge) and reads the response until the server closes the connection. The
+ * body is sent as given: framed by a Content-Length, unless `head` says Transfer-Encoding.
  */
 export function rawRequest (url: string, head: string[], body = ''): Promise<RawResponse> {
   const { hostname, port } = new URL(url)
@@ -200,7 +208,9 @@ export function rawRequest (url: string, head: string[], body = ''): Promise<Raw
         reject(error)
       }
     })
-    socket.write([...head, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`, '', body].join('\r\n'))
+    // A chunked body (given already framed) has no Content-Length.
+    const length = head.some((line) => /^transfer-encoding:/i.test(line)) ? [] : [`Content-Length: ${Buffer.byteLength(body)}`]
+    socket.write([...head, 'Connection: close', ...length, '', body].join('\r\n'))
   })
 }
 

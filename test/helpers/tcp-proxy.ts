@@ -9,6 +9,10 @@ export interface TcpProxy {
   down (): void
   /** Forwards new connections to the target again. */
   up (): void
+  /** A server that stops answering (as under SIGSTOP): connections stay open, nothing goes through. */
+  freeze (): void
+  /** Everything held back goes through again. */
+  thaw (): void
 }
 
 /**
@@ -17,6 +21,7 @@ export interface TcpProxy {
  */
 export async function startTcpProxy (t: Teardown, targetHost: string, targetPort: number): Promise<TcpProxy> {
   let isUp = true
+  let frozen = false
   // Both ends of every forwarded connection, to cut them all at once.
   const sockets = new Set<Socket>()
   const track = (socket: Socket) => {
@@ -36,6 +41,7 @@ export async function startTcpProxy (t: Teardown, targetHost: string, targetPort
     track(client)
     const target = track(connect(targetPort, targetHost))
     client.pipe(target).pipe(client)
+    if (frozen) for (const socket of [client, target]) socket.pause()
     client.once('close', () => target.destroy())
     target.once('close', () => client.destroy())
   })
@@ -55,6 +61,14 @@ export async function startTcpProxy (t: Teardown, targetHost: string, targetPort
     },
     up () {
       isUp = true
+    },
+    freeze () {
+      frozen = true
+      for (const socket of sockets) socket.pause()
+    },
+    thaw () {
+      frozen = false
+      for (const socket of sockets) socket.resume()
     }
   }
 }
