@@ -1,12 +1,18 @@
 import { ErrorSchema } from './error.js'
 import { HealthStatusSchema } from './health.js'
-import { NewPlantSchema, PlantListSchema, PlantSchema } from './plant.js'
+import { plantSchemas } from './plant.js'
 
 export * from './error.js'
 export * from './health.js'
+export * from './openapi.js'
 export * from './plant.js'
 export * from './primitives.js'
-export * from './security.js'
 
-/** The named schemas, added once to Fastify (OpenAPI components, serializers) and the validators. */
-export const sharedSchemas = [ErrorSchema, HealthStatusSchema, PlantSchema, NewPlantSchema, PlantListSchema]
+/**
+ * The named schemas, added once to a plugin's scope (OpenAPI components, serializers) and to its
+ * validators, with names and tags of at most `maxTextLength` characters.
+ */
+export function sharedSchemas (maxTextLength: number) {
+  const { Plant, NewPlant, PlantList } = plantSchemas(maxTextLength)
+  return [ErrorSchema, HealthStatusSchema, Plant, NewPlant, PlantList]
+}

@@ -1,31 +1,57 @@
 import { Type, type Static } from 'typebox'
-import { Int64, StorableText, ref } from './primitives.js'
+import { DEFAULT_MAX_TEXT_LENGTH, Int64, SCHEMA_ID_PREFIX, StorableText, ref } from './primitives.js'
 
-export const PlantSchema = Type.Object({
-  name: StorableText('The name of the plant', 'Monstera'),
-  tag: Type.Optional(StorableText('Tag that specifies the type of the plant', 'tropical'))
-}, { $id: 'Plant', description: 'A plant in the store' })
+/** The most plants a page holds (`limit`'s maximum). */
+export const MAX_PAGE_SIZE = 1000
+/** The most bytes of JSON a page holds: it ends early rather than grow past this (one plant at least). */
+export const MAX_PAGE_BYTES = 1024 * 1024
 
-/** NewPlant is Plant plus a required int64 id. */
-export const NewPlantSchema = Type.Object({
-  id: Int64('Identification number of the plant'),
-  ...PlantSchema.properties
-}, { $id: 'NewPlant', description: 'A plant to create' })
+/**
+ * The plant schemas, with names and tags of at most `maxTextLength` characters. Another limit than
+ * the default gets `$id`s of its own (plant-store.max50.Plant), so that two plugin instances with
+ * different limits each document their own in a host's OpenAPI document.
+ */
+export function plantSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
+  const prefix = maxTextLength === DEFAULT_MAX_TEXT_LENGTH ? SCHEMA_ID_PREFIX : `${SCHEMA_ID_PREFIX}max${maxTextLength}.`
+  const Plant = Type.Object({
+    name: StorableText('The name of the plant', 'Monstera', maxTextLength),
+    tag: Type.Optional(StorableText('Tag that specifies the type of the plant', 'tropical', maxTextLength))
+  }, { $id: `${prefix}Plant`, description: 'A plant in the store' })
+
+  /** NewPlant is Plant plus a required int64 id. */
+  const NewPlant = Type.Object({
+    id: Int64('Identification number of the plant', 1),
+    ...Plant.properties
+  }, { $id: `${prefix}NewPlant`, description: 'A plant to create' })
+
+  const PlantList = Type.Array(ref(NewPlant), {
+    $id: `${prefix}PlantList`,
+    maxItems: MAX_PAGE_SIZE,
+    description: `Plants in ascending id order: at most \`limit\` plants and ${MAX_PAGE_BYTES} bytes of JSON`
+  })
+  return { Plant, NewPlant, PlantList }
+}
+
+// The schemas with the default limits: the types, and the `$ref`s the routes use.
+export const { Plant: PlantSchema, NewPlant: NewPlantSchema, PlantList: PlantListSchema } = plantSchemas()
 
 export type Plant = Static<typeof PlantSchema>
 export type NewPlant = Static<typeof NewPlantSchema>
 
 export const PlantIdSchema = Type.Object({
-  id: Int64('Identification number of the plant')
+  id: Int64('Identification number of the plant', 1)
 })
 
-export const MAX_PAGE_SIZE = 1000
+export const DEFAULT_PAGE_SIZE = 100
 
 export const PlantListQuerySchema = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: 100, description: 'The most plants to return' }),
-  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page', 100))
-})
-
-export const PlantListSchema = Type.Array(ref(NewPlantSchema), {
-  $id: 'PlantList', description: 'Plants in ascending id order'
+  limit: Type.Optional(Type.Integer({
+    format: 'int32',
+    minimum: 1,
+    maximum: MAX_PAGE_SIZE,
+    default: DEFAULT_PAGE_SIZE,
+    description: 'The most plants in the page, in decimal digits (a page also ends early at its size in bytes)'
+  })),
+  // No example: Swagger UI would pre-fill it and hide the plants a first try just created.
+  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page, in decimal digits'))
 })

@@ -3,23 +3,41 @@ import { Type, type Static, type TSchema } from 'typebox'
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n
 
+/** The longest delay a Node timer holds, in ms (~24.8 days): a longer one fires after 1 ms instead. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * The `$id`s of the shared schemas carry this prefix, so that they never collide with a host app's
+ * own schemas (its `Error`, `Plant`...); the standalone service's document drops it again.
+ */
+export const SCHEMA_ID_PREFIX = 'plant-store.'
+
 /**
  * A signed 64-bit integer, held as a BigInt in code so that no id is ever rounded through a
  * double. The JSON Schema keeps `type: integer, format: int64` for the OpenAPI document; the
- * validator checks these nodes with its own `int64` keyword (plugins/validation.ts).
+ * validator checks these nodes with its own `integer` keyword (plugins/validation.ts).
  */
-export const Int64 = (description: string, example = 1) =>
-  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, examples: [example] })
+export const Int64 = (description: string, example?: number) =>
+  Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, ...(example !== undefined && { examples: [example] }) })
 
 /**
  * Text that every store keeps exactly as sent: PostgreSQL refuses U+0000 and both SQLite and
  * PostgreSQL replace an unpaired surrogate with U+FFFD, so both are refused up front.
  */
 export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
+/** What STORABLE_TEXT_PATTERN means, in the words a client gets when a value breaks it. */
+export const STORABLE_TEXT_RULE = 'must not contain U+0000 or an unpaired surrogate code unit'
 
-export const StorableText = (description: string, example: string) =>
-  Type.String({ pattern: STORABLE_TEXT_PATTERN, description, examples: [example] })
+/** The longest name or tag accepted by default, in characters: far above any real plant name. */
+export const DEFAULT_MAX_TEXT_LENGTH = 1000
+
+export const StorableText = (description: string, example: string, maxLength: number) => Type.String({
+  pattern: STORABLE_TEXT_PATTERN,
+  maxLength,
+  description: `${description}: at most ${maxLength} characters, and it ${STORABLE_TEXT_RULE}`,
+  examples: [example]
+})
 
 /** A `$ref` to a shared schema that keeps its static type, so routes get typed requests and replies. */
-export const ref = <T extends TSchema>(schema: T, description?: string) =>
-  Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#`, ...(description && { description }) })
+export const ref = <T extends TSchema>(schema: T) =>
+  Type.Unsafe<Static<T>>({ $ref: `${(schema as { $id?: string }).$id}#` })

@@ -1,0 +1,203 @@
+// The typed client of plant-store. Its types come from the service's TypeBox schemas (type-only
+// imports: nothing of TypeBox is loaded at run time); it needs nothing but a `fetch`.
+import type { Static } from 'typebox'
+import type { ErrorBody } from '../schemas/error.js'
+import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../schemas/plant.js'
+import { TOKEN_PATTERN } from '../schemas/protocol.js'
+import { PlantNotFoundError, refusal, UnexpectedResponseError, type Operation } from './errors.js'
+import { parseExactJson, stringifyExactJson } from './exact-json.js'
+import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings, type Sent } from './retry.js'
+
+export {
+  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, RateLimitedError, RouteNotFoundError,
+  ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
+} from './errors.js'
+export { parseExactJson, stringifyExactJson } from './exact-json.js'
+export type { RetryOptions } from './retry.js'
+export type { ErrorBody, NewPlant, Plant }
+
+/** A plant as GET /plants lists it: with its id. */
+export type ListedPlant = Static<typeof PlantListSchema>[number]
+/** A page of GET /plants: `limit` plants at most (1 to 1000, the service's default 100), after the id `after`. */
+export type ListQuery = Partial<Static<typeof PlantListQuerySchema>>
+
+export interface PlantStoreClientOptions {
+  /**
+   * Where the service answers, with the prefix it is mounted at if any: `http://127.0.0.1:3000`.
+   * An http: or https: URL without a user name, password, query or fragment.
+   */
+  baseUrl: string | URL
+  /** A bearer token the service accepts: visible ASCII (`!` to `~`), as the service requires. */
+  token: string
+  /** The fetch to send requests with (default: the global one), e.g. another runtime's or a test's. */
+  fetch?: typeof fetch
+  /** Retries of 429 and 503 answers and of network failures; `false` turns them off. */
+  retry?: RetryOptions | false
+}
+
+export interface CallOptions {
+  /** Aborts the call, also while it waits to retry: it rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** A request as sent, and its last answer. */
+interface Call extends Sent {
+  operation: Operation
+  url: string
+}
+
+const ACCEPTABLE_TOKEN = new RegExp(TOKEN_PATTERN)
+
+/** The base URL checked, without a trailing slash; a TypeError names what is wrong with it. */
+function checkedBaseUrl (option: string | URL): string {
+  let url: URL
+  try {
+    url = new URL(option)
+  } catch {
+    throw new TypeError('baseUrl must be an absolute http: or https: URL, such as http://127.0.0.1:3000')
+  }
+  // Checked first, so that no message below repeats a password. fetch refuses such a URL on every call.
+  if (url.username !== '' || url.password !== '') {
+    throw new TypeError('baseUrl must not hold a user name or password: the token is the credential (fetch refuses them)')
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`baseUrl must be an http: or https: URL, not ${JSON.stringify(String(option))}`)
+  }
+  // An empty query or fragment ("…/?") leaves no search or hash, but a "?" or "#" in the href all the same.
+  if (/[?#]/.test(url.href)) {
+    throw new TypeError('baseUrl must not have a query or a fragment: the client adds the path of each route to it')
+  }
+  return url.href.replace(/\/+$/, '')
+}
+
+const isPlant = (value: unknown): value is Plant =>
+  typeof value === 'object' && value !== null &&
+  typeof (value as Plant).name === 'string' && ['string', 'undefined'].includes(typeof (value as Plant).tag)
+
+const isListedPlant = (value: unknown): value is ListedPlant =>
+  isPlant(value) && typeof (value as ListedPlant).id === 'bigint'
+
+/**
+ * A client of the plant-store API. Ids are `bigint` both ways, exact over the whole int64 range.
+ * Every refusal is thrown as a PlantStoreError (a subclass per status; a 404 that is not the
+ * service's "no such plant" is a RouteNotFoundError) carrying the status and the Error body. 429 and 503 answers and network failures are retried (see RetryOptions); each
+ * operation is safe to repeat, see `create` and `delete` for how they settle a repeated attempt.
+ */
+export class PlantStoreClient {
+  readonly #baseUrl: string
+  readonly #authorization: string
+  readonly #fetch: typeof fetch
+  readonly #retry: RetrySettings
+
+  constructor (options: PlantStoreClientOptions) {
+    // Checked now, so that a mistake fails here rather than on every call (as a network failure, retried).
+    this.#baseUrl = checkedBaseUrl(options.baseUrl)
+    // The token is not repeated in the message: it is a secret.
+    if (typeof options.token !== 'string' || !ACCEPTABLE_TOKEN.test(options.token)) {
+      throw new TypeError('token must be visible ASCII characters (! to ~), without spaces: the service accepts no other')
+    }
+    this.#authorization = `Bearer ${options.token}`
+    this.#fetch = options.fetch ?? ((input, init) => fetch(input, init))
+    this.#retry = retrySettings(options.retry)
+  }
+
+  /**
+   * Creates a plant: the stored Plant, without its id. PlantExistsError (409) when the id is
+   * taken. When an earlier attempt may have been carried out (503, or no answer) and a retry meets
+   * 409, the plant is read back: if it is the plant sent, that earlier attempt created it and
+   * this resolves; otherwise the 409 is thrown.
+   */
+  async create (plant: NewPlant, { signal }: CallOptions = {}): Promise<Plant> {
+    const sent = await this.#send('POST /plants', '/plants', signal, stringifyExactJson(plant))
+    if (sent.response.status === 409 && sent.uncertain) {
+      const stored = await this.get(plant.id, { signal }).catch((error: unknown) => {
+        if (error instanceof PlantNotFoundError) return undefined // deleted since: the 409 stands
+        throw error
+      })
+      // Only name and tag are stored: the same values mean it is the plant sent.
+      if (stored?.name === plant.name && stored.tag === plant.tag) {
+        await sent.response.body?.cancel()
+        return stored
+      }
+    }
+    return this.#read(sent, isPlant, 'a Plant')
+  }
+
+  /** The plant with this id, without its id; PlantNotFoundError (404) when there is none. */
+  async get (id: bigint, { signal }: CallOptions = {}): Promise<Plant> {
+    const sent = await this.#send('GET /plants/{id}', `/plants/${id}`, signal)
+    return this.#read(sent, isPlant, 'a Plant')
+  }
+
+  /** One page of plants in ascending id order; pass the last id of a page as `after` for the next. */
+  async list ({ limit, after, signal }: ListQuery & CallOptions = {}): Promise<ListedPlant[]> {
+    const query = new URLSearchParams()
+    if (limit !== undefined) query.set('limit', String(limit))
+    if (after !== undefined) query.set('after', String(after))
+    const search = query.toString()
+    const sent = await this.#send('GET /plants', search === '' ? '/plants' : `/plants?${search}`, signal)
+    return this.#read(sent, (value): value is ListedPlant[] =>
+      Array.isArray(value) && value.every(isListedPlant), 'a list of plants')
+  }
+
+  /**
+   * Every plant after `after` (default: all), in ascending id order, a page of `limit` at a time.
+   * A page may end early (the service bounds pages in bytes too): only an empty page ends it.
+   */
+  async * listAll ({ limit, after, signal }: ListQuery & CallOptions = {}): AsyncGenerator<ListedPlant, void, undefined> {
+    let cursor = after
+    for (;;) {
+      const page = await this.list({ limit, after: cursor, signal })
+      if (page.length === 0) return
+      const last = page[page.length - 1].id
+      // A page that does not move the cursor on (a cache that ignores the query) would loop forever.
+      if (cursor !== undefined && last <= cursor) {
+        throw new UnexpectedResponseError(200, `GET /plants after ${cursor} listed ${last}: the cursor did not move on`)
+      }
+      yield * page
+      cursor = last
+    }
+  }
+
+  /**
+   * Deletes the plant with this id; PlantNotFoundError (404) when there is none. When an earlier
+   * attempt may have been carried out (503, or no answer) and a retry meets that PlantNotFoundError,
+   * that attempt deleted it, or someone else did: the plant is gone, as asked, and this resolves.
+   */
+  async delete (id: bigint, { signal }: CallOptions = {}): Promise<void> {
+    const sent = await this.#send('DELETE /plants/{id}', `/plants/${id}`, signal)
+    try {
+      await this.#read(sent, (value): value is void => value === undefined, 'no body')
+    } catch (error) {
+      if (!(error instanceof PlantNotFoundError && sent.uncertain)) throw error
+    }
+  }
+
+  async #send (operation: Operation, path: string, signal?: AbortSignal, body?: string): Promise<Call> {
+    const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json' }
+    if (body !== undefined) headers['content-type'] = 'application/json'
+    const method = operation.split(' ')[0]
+    const url = this.#baseUrl + path
+    const sent = await sendWithRetries(() => this.#fetch(url, { method, headers, body, signal }), this.#retry, signal)
+    return { ...sent, operation, url }
+  }
+
+  /** The body of a success, parsed exactly and checked; a refusal thrown as its typed error. */
+  async #read<T> ({ response, operation, url }: Call, isExpected: (value: unknown) => value is T, expected: string): Promise<T> {
+    const text = await response.text()
+    let value: unknown
+    try {
+      value = text === '' ? undefined : parseExactJson(text)
+    } catch {
+      value = text
+    }
+    if (!response.ok) {
+      const { status, statusText, headers } = response
+      throw refusal({ operation, url, status, statusText, body: value, retryAfter: retryAfterDelay(headers.get('retry-after')) })
+    }
+    if (!isExpected(value)) {
+      throw new UnexpectedResponseError(response.status, `The answer to ${operation} is not ${expected}: ${text.slice(0, 200)}`)
+    }
+    return value
+  }
+}

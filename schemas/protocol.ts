@@ -1,0 +1,11 @@
+// What the service and its client (plant-store/client) must agree on beyond the schemas. This
+// module imports nothing, so that the client can load it without TypeBox or anything of the server.
+
+/**
+ * What an accepted token may hold: visible ASCII. An Authorization header carries nothing else
+ * (RFC 6750's b64token is a subset), and a space would split "Bearer <token>" in two.
+ */
+export const TOKEN_PATTERN = '^[\\x21-\\x7e]+$'
+
+/** The 404 of GET and DELETE /plants/{id}: the client tells it from a 404 for a route that does not exist. */
+export const PLANT_NOT_FOUND_MESSAGE = 'No plant has this id'

@@ -1,0 +1,123 @@
+import { once } from 'node:events'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { performance } from 'node:perf_hooks'
+import type { Test } from 'tap'
+import { PlantStoreClient, type PlantStoreClientOptions } from '../../client/index.js'
+import type { PlantStoreOptions } from '../../src/plugin.js'
+import { buildApp } from '../../src/app.js'
+import { DEFAULT_OPTIONS, TOKEN } from './app.js'
+
+/** The real service, listening on a free local port, on the given store: its URL. */
+export async function listeningService (t: Test, options: Partial<PlantStoreOptions> = {}): Promise<string> {
+  const app = await buildApp({ ...DEFAULT_OPTIONS, store: 'memory:', ...options })
+  t.teardown(() => app.close())
+  return app.listen({ host: '127.0.0.1', port: 0 })
+}
+
+/** One request as the client's fetch sent it, timed. */
+export interface Attempt {
+  method: string
+  url: string
+  /** When it was sent and when its answer (or failure) came, `performance.now()` ms. */
+  sent: number
+  answered: number
+  /** The answer's status, or undefined for a network failure. */
+  status?: number
+}
+
+/** The global fetch, with a record of every request the client sends through it. */
+export function recordingFetch () {
+  const attempts: Attempt[] = []
+  const recorded: typeof fetch = async (input, init) => {
+    const attempt: Attempt = { method: init?.method ?? 'GET', url: String(input), sent: performance.now(), answered: NaN }
+    attempts.push(attempt)
+    try {
+      const response = await fetch(input, init)
+      attempt.status = response.status
+      return response
+    } finally {
+      attempt.answered = performance.now()
+    }
+  }
+  /** The time between each answer and the next request, ms. */
+  const waits = () => attempts.slice(1).map((attempt, index) => attempt.sent - attempts[index].answered)
+  return { fetch: recorded, attempts, waits }
+}
+
+/** A client of the service at `baseUrl` with the test token, its requests recorded. */
+export function recordedClient (baseUrl: string, options: Partial<PlantStoreClientOptions> = {}) {
+  const recorder = recordingFetch()
+  const client = new PlantStoreClient({ baseUrl, token: TOKEN, fetch: recorder.fetch, ...options })
+  return { client, ...recorder }
+}
+
+export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => unknown
+
+/** A node:http server on a free local port that hands each request, its body read, to `handler`: its URL. */
+export async function httpServer (t: Test, handler: Handler): Promise<string> {
+  const server = createServer(async (request, response) => {
+    let body = ''
+    for await (const chunk of request) body += chunk
+    try {
+      await handler(request, response, body)
+    } catch (error) {
+      // A failing test server answers, so that the test fails rather than waits forever.
+      answer(response, 500, JSON.stringify({ error: 500, message: `test server: ${(error as Error).message}` }))
+    }
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+/** Answers with a status, headers and a body written as given. */
+export function answer (response: ServerResponse, status: number, body = '', headers: Record<string, string> = {}) {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body)
+}
+
+/** Sends a request on to the service at `target` as it came, and resolves with the service's answer. */
+export async function forward (target: string, request: IncomingMessage, body: string) {
+  const headers = new Headers()
+  for (const name of ['authorization', 'content-type']) {
+    const value = request.headers[name]
+    if (typeof value === 'string') headers.set(name, value)
+  }
+  const response = await fetch(target + request.url!, { method: request.method, headers, body: body === '' ? undefined : body })
+  return { status: response.status, text: await response.text() }
+}
+
+/** Passes a service's answer on to the client unchanged. */
+export async function relay (target: string, request: IncomingMessage, response: ServerResponse, body: string) {
+  const { status, text } = await forward(target, request, body)
+  answer(response, status, text)
+}
+
+export interface FaultyProxy {
+  url: string
+  /** The next `method` request meets the fault again. */
+  rearm (): void
+}
+
+/**
+ * A proxy in front of the service at `target` that relays every request, except the first one
+ * with `method`, which is handed to `fault` (which may forward it, then answer something else).
+ */
+export async function faultyProxy (t: Test, target: string, method: string, fault: Handler): Promise<FaultyProxy> {
+  let armed = true
+  const url = await httpServer(t, async (request, response, body) => {
+    if (request.method === method && armed) {
+      armed = false
+      return fault(request, response, body)
+    }
+    await relay(target, request, response, body)
+  })
+  return { url, rearm: () => { armed = true } }
+}
+
+/** The requests a client sent, each as "METHOD status" (status undefined: no answer). */
+export const trace = (attempts: Attempt[]) => attempts.map(({ method, status }) => `${method} ${status}`)
