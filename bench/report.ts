@@ -2,12 +2,16 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-export type Path = 'create' | 'invalid' | 'anonymous'
+/** A new plant with a small id, one with a 64-bit id, a body the schema refuses, no token. */
+export type Path = 'create' | 'create64' | 'invalid' | 'anonymous'
+export const PATHS: readonly Path[] = ['create', 'create64', 'invalid', 'anonymous']
 
 /** The status every response of a run on that path should have. */
-export const EXPECTED_STATUS: Record<Path, number> = { create: 200, invalid: 400, anonymous: 401 }
+export const EXPECTED_STATUS: Record<Path, number> = { create: 200, create64: 200, invalid: 400, anonymous: 401 }
 
-export const BASELINE = 'baseline'
+/** The two baselines every target is compared with: a bare node:http server and plain Fastify. */
+export const BASELINES = ['node:http', 'fastify'] as const
+export type Baseline = typeof BASELINES[number]
 
 /** One measured run: one target, one path, one round. Null where a figure does not apply. */
 export interface Run {
@@ -36,9 +40,11 @@ const METRICS = [
 ] as const
 type Metric = typeof METRICS[number]
 
+type Ratios = Record<'reqPerSec' | 'cpuUsPerRequest' | 'p99Ms' | 'peakRssMiB', number | null>
+
 export type Summary = { target: string, path: Path, rounds: number } & Record<Metric, number | null> & {
-  /** This target's figure divided by the baseline's on the same path. */
-  vsBaseline?: Record<'reqPerSec' | 'cpuUsPerRequest' | 'p99Ms' | 'peakRssMiB', number | null>
+  /** This target's figures divided by each baseline's on the same path. */
+  vs: Partial<Record<Baseline, Ratios>>
 }
 
 export interface Comparison { label: string, reqPerSec: number | null }
@@ -49,6 +55,13 @@ export function median (values: (number | null)[]): number | null {
   if (sorted.length === 0) return null
   const middle = sorted.length >> 1
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/** The nearest-rank percentile of some values, in their unit; null when there are none. */
+export function percentile (values: number[], p: number): number | null {
+  if (values.length === 0) return null
+  const sorted = Float64Array.from(values).sort()
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
 }
 
 export function ratio (a: number | null, b: number | null): number | null {
@@ -66,17 +79,21 @@ export function summarize (runs: Run[]): Summary[] {
     target: group[0].target,
     path: group[0].path,
     rounds: group.length,
-    ...Object.fromEntries(METRICS.map((metric) => [metric, median(group.map((run) => run[metric]))])) as Record<Metric, number | null>
+    ...Object.fromEntries(METRICS.map((metric) => [metric, median(group.map((run) => run[metric]))])) as Record<Metric, number | null>,
+    vs: {}
   }))
   for (const summary of summaries) {
-    const base = summaries.find(({ target, path }) => target === BASELINE && path === summary.path)
     // pgbench's SQL INSERT is no HTTP request: it compares to the PostgreSQL targets only.
-    if (base === undefined || base === summary || summary.target === 'pgbench') continue
-    summary.vsBaseline = {
-      reqPerSec: ratio(summary.reqPerSec, base.reqPerSec),
-      cpuUsPerRequest: ratio(summary.cpuUsPerRequest, base.cpuUsPerRequest),
-      p99Ms: ratio(summary.p99Ms, base.p99Ms),
-      peakRssMiB: ratio(summary.peakRssMiB, base.peakRssMiB)
+    if (summary.target === 'pgbench') continue
+    for (const baseline of BASELINES) {
+      const base = summaries.find(({ target, path }) => target === baseline && path === summary.path)
+      if (base === undefined || base === summary) continue
+      summary.vs[baseline] = {
+        reqPerSec: ratio(summary.reqPerSec, base.reqPerSec),
+        cpuUsPerRequest: ratio(summary.cpuUsPerRequest, base.cpuUsPerRequest),
+        p99Ms: ratio(summary.p99Ms, base.p99Ms),
+        peakRssMiB: ratio(summary.peakRssMiB, base.peakRssMiB)
+      }
     }
   }
   return summaries
@@ -94,7 +111,7 @@ function format (value: number | null | undefined, digits = 0): string {
   return value === null || value === undefined ? '-' : value.toFixed(digits)
 }
 
-export const PATH_LABEL: Record<Path, string> = { create: 'POST 200', invalid: 'POST 400', anonymous: 'POST 401' }
+export const PATH_LABEL: Record<Path, string> = { create: 'POST 200', create64: 'POST 200 int64', invalid: 'POST 400', anonymous: 'POST 401' }
 
 export interface TableInput {
   summaries: Summary[]
@@ -103,23 +120,56 @@ export interface TableInput {
   notes: string[]
 }
 
+// Issue 11's targets for the service against plain Fastify, checked on every run.
+const SERVICE_TARGETS = ['memory', 'sqlite']
+const LIMITS: Array<{ path: Path, ratio: keyof Ratios, limit: number, atLeast?: true }> = [
+  { path: 'create', ratio: 'cpuUsPerRequest', limit: 1.15 },
+  { path: 'create', ratio: 'reqPerSec', limit: 0.85, atLeast: true },
+  { path: 'create', ratio: 'p99Ms', limit: 1.25 },
+  { path: 'create', ratio: 'peakRssMiB', limit: 1.3 },
+  { path: 'create64', ratio: 'cpuUsPerRequest', limit: 1.15 },
+  { path: 'invalid', ratio: 'cpuUsPerRequest', limit: 1.15 },
+  { path: 'anonymous', ratio: 'cpuUsPerRequest', limit: 1.15 }
+]
+export const STARTUP_LIMIT_MS = 400
+
+/** One line per target of issue 11 that this run measured: the figure, the limit, met or missed. */
+export function verdicts (summaries: Summary[], startupMs: number[]): string[] {
+  const lines: string[] = []
+  for (const { path, ratio: key, limit, atLeast } of LIMITS) {
+    for (const s of summaries.filter(({ target, path: p }) => SERVICE_TARGETS.includes(target) && p === path)) {
+      const value = s.vs.fastify?.[key]
+      if (value === undefined || value === null) continue
+      const met = atLeast ? value >= limit : value <= limit
+      lines.push(`${met ? 'met   ' : 'MISSED'} ${s.target} ${PATH_LABEL[path]} ${key} ${value.toFixed(2)}× fastify (${atLeast ? '≥' : '≤'} ${limit})`)
+    }
+  }
+  const startup = median(startupMs)
+  if (startup !== null) {
+    lines.push(`${startup <= STARTUP_LIMIT_MS ? 'met   ' : 'MISSED'} start-up ${startup.toFixed(0)} ms (≤ ${STARTUP_LIMIT_MS} ms)`)
+  }
+  return lines
+}
+
 export function table ({ summaries, comparisons, startupMs, notes }: TableInput): string {
+  const ratioColumns = BASELINES.flatMap((baseline) => ['req/s', 'CPU', 'p99', 'RSS'].map((what) => `${baseline} ×${what}`))
   const header = [
-    'target', 'path', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'RSS MiB', 'non-2xx', 'unexp.', 'errors',
-    '× req/s', '× CPU/req', '× p99', '× RSS'
+    'target', 'path', 'req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'RSS MiB', 'non-2xx', 'unexp.', 'errors', ...ratioColumns
   ]
   const rows = summaries.map((s) => [
     s.target, s.target === 'pgbench' ? 'INSERT' : PATH_LABEL[s.path],
-    format(s.reqPerSec), format(s.p50Ms, 1), format(s.p99Ms, 1), format(s.cpuUsPerRequest, 1),
+    format(s.reqPerSec), format(s.p50Ms, 2), format(s.p99Ms, 2), format(s.cpuUsPerRequest, 1),
     format(s.peakRssMiB, 1), format(s.non2xx), format(s.unexpected), format(s.errors),
-    format(s.vsBaseline?.reqPerSec, 3), format(s.vsBaseline?.cpuUsPerRequest, 2),
-    format(s.vsBaseline?.p99Ms, 2), format(s.vsBaseline?.peakRssMiB, 2)
+    ...BASELINES.flatMap((baseline) => {
+      const vs = s.vs[baseline]
+      return [format(vs?.reqPerSec, 3), format(vs?.cpuUsPerRequest, 2), format(vs?.p99Ms, 2), format(vs?.peakRssMiB, 2)]
+    })
   ])
   const widths = header.map((title, i) => Math.max(title.length, ...rows.map((row) => row[i].length)))
   const line = (cells: string[]) => cells.map((cell, i) => i < 2 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])).join('  ')
   const rounds = Math.max(0, ...summaries.map((s) => s.rounds))
   return [
-    `Medians over ${rounds} round(s); × columns: this row ÷ the baseline on the same path.`,
+    `Medians over ${rounds} round(s); × columns: this row ÷ that baseline on the same path.`,
     line(header),
     line(widths.map((width) => '-'.repeat(width))),
     ...rows.map(line),
@@ -127,6 +177,10 @@ export function table ({ summaries, comparisons, startupMs, notes }: TableInput)
     ...comparisons.map(({ label, reqPerSec }) => `${label}: req/s ratio ${format(reqPerSec, 3)}`),
     `start-up on a fresh SQLite file (spawn → first 200 of GET /healthz): median ${format(median(startupMs), 1)} ms` +
       ` over ${startupMs.length} (${startupMs.map((ms) => ms.toFixed(0)).join(', ')} ms)`,
+    '',
+    'Issue 11 targets (medians of this run, against the plain-Fastify baseline):',
+    ...verdicts(summaries, startupMs),
+    '',
     ...notes
   ].join('\n') + '\n'
 }

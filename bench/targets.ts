@@ -121,6 +121,8 @@ export interface StartOptions {
   stderrFile: string
   readyPath?: string
   pollMs?: number
+  /** Options for node itself, before the script (e.g. --cpu-prof). */
+  nodeOptions?: string[]
 }
 
 /**
@@ -128,13 +130,12 @@ export interface StartOptions {
  * discarded and stderr appended to a file; resolves once `readyPath` answers 200.
  */
 export async function startServer (options: StartOptions): Promise<Server> {
-  const { name, script, stderrFile, readyPath = '/readyz', pollMs = 10 } = options
+  const { name, script, stderrFile, readyPath = '/readyz', pollMs = 10, nodeOptions = [] } = options
   const port = await freePort()
   // Nothing else from the bench's environment: every other setting of the service stays as shipped.
   const env = { PATH: process.env.PATH ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(port) }
-  const [command, args] = hasTaskset
-    ? ['taskset', ['-c', '0', process.execPath, script]]
-    : [process.execPath, [script]]
+  const node = [process.execPath, ...nodeOptions, script]
+  const [command, args] = hasTaskset ? ['taskset', ['-c', '0', ...node]] : [node[0], node.slice(1)]
   const fd = openSync(stderrFile, 'a')
   const started = performance.now()
   let spawned: Spawned

@@ -1,0 +1,26 @@
+// The requests of each measured path, shared by the benchmark and the profiler.
+import type { Request } from 'autocannon'
+import type { Path } from './report.js'
+
+// Every create carries the next id: unique on every server, across all runs of a process.
+let nextId = 1
+const SNOWFLAKE = 2n ** 62n
+
+/** The request autocannon repeats on `path`: a new plant, a body the schema refuses, or no token. */
+export function requestFor (path: Path): Request {
+  if (path === 'create') {
+    return { setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"Monstera","tag":"tropical"}` }) }
+  }
+  if (path === 'create64') {
+    // 64-bit ids as snowflake-style generators make them: 19 digits, more than a double holds.
+    return { setupRequest: (request) => ({ ...request, body: `{"id":${SNOWFLAKE + BigInt(nextId++)},"name":"Monstera","tag":"tropical"}` }) }
+  }
+  return { body: path === 'invalid' ? '{"id":"x","name":"Monstera"}' : '{"id":1,"name":"Monstera"}' }
+}
+
+/** The headers of `path`: JSON, and the token except on the anonymous path. */
+export function headersFor (path: Path, token: string): Record<string, string> {
+  const headers: Record<string, string> = { 'content-type': 'application/json' }
+  if (path !== 'anonymous') headers.authorization = `Bearer ${token}`
+  return headers
+}
