@@ -1,15 +1,18 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
-import Fastify, { LogController, type FastifyHttpOptions } from 'fastify'
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
+import connections, { type ConnectionsOptions } from '../plugins/connections.js'
 import docs from '../plugins/docs.js'
-import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
+import errorHandler, { handleClientError, handleFrameworkError, pathOf } from '../plugins/error-handler.js'
+import httpProtocol from '../plugins/http-protocol.js'
+import { lazyChildLogger } from '../plugins/lazy-child-logger.js'
 import metricsPlugin, { createMetrics, instrumentStore } from '../plugins/metrics.js'
 import requestLog from '../plugins/request-log.js'
 import securityHeaders from '../plugins/security-headers.js'
-import type { Config } from './config.js'
+import { connectionLimit, openFilesLimit, type Config } from './config.js'
 import plantStore, { type PlantStoreOptions } from './plugin.js'
 
-export type ServerOptions = FastifyHttpOptions<Server>
+export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
 export function appOptions (config: Config, tokens: readonly string[]): PlantStoreOptions {
@@ -17,6 +20,7 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
     tokens,
     store: config.DATABASE_URL,
     bodyLimit: config.BODY_LIMIT,
+    maxTextLength: config.MAX_TEXT_LENGTH,
     pressure: {
       maxEventLoopDelay: config.PRESSURE_MAX_EVENT_LOOP_DELAY,
       maxEventLoopUtilization: config.PRESSURE_MAX_EVENT_LOOP_UTILIZATION,
@@ -26,13 +30,38 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
   }
 }
 
-/** Limits that make slow or oversized clients let go of the server's sockets. */
-export function connectionOptions (config: Config): ServerOptions {
+/**
+ * Limits that make slow, silent or too many clients let go of the server's sockets. `fdLimit` is
+ * the process's open-files limit, which bounds MAX_CONNECTIONS.
+ */
+export function connectionOptions (config: Config, fdLimit = openFilesLimit()): ServerOptions {
+  // Node looks for expired headers and requests every connectionsCheckingInterval (30 s by
+  // default): a twentieth of the shorter timeout makes each act within 5 % of its setting.
+  const shorter = Math.min(config.HEADERS_TIMEOUT, config.REQUEST_TIMEOUT || Infinity)
   return {
     connectionTimeout: config.CONNECTION_TIMEOUT,
     requestTimeout: config.REQUEST_TIMEOUT,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
-    http: { headersTimeout: config.HEADERS_TIMEOUT, maxHeaderSize: config.MAX_HEADER_SIZE }
+    maxConnections: connectionLimit(config, fdLimit),
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT,
+      maxHeaderSize: config.MAX_HEADER_SIZE,
+      connectionsCheckingInterval: Math.max(1, Math.floor(shorter / 20))
+    }
+  }
+}
+
+/** What the log may show: tokens never, whether sent in a header or in a URL's query string. */
+export function loggerOptions (level: string) {
+  return {
+    level,
+    // Nothing of ours logs headers; should anything ever log some, their Authorization is hidden.
+    redact: ['headers.authorization', '*.headers.authorization'],
+    serializers: {
+      req: (request: Partial<FastifyRequest>) => ({
+        method: request.method, url: request.url === undefined ? undefined : pathOf(request.url), remoteAddress: request.ip
+      })
+    }
   }
 }
 
@@ -41,37 +70,34 @@ export function connectionOptions (config: Config): ServerOptions {
  * factory. `serverOptions` carries what only the entry knows (logger, connection limits).
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
+  const { maxConnections, ...fastifyOptions } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
     // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
     clientErrorHandler: handleClientError,
     frameworkErrors: handleFrameworkError,
-    // While closing, a request on a busy keep-alive connection is still served (then the
-    // connection closes) rather than answered with Fastify's own 503 body.
+    // plugins/connections.ts answers a request read while closing, in the Error shape.
     return503OnClosing: false,
     // Fastify's two lines per request cost ~40 % of a create's CPU; plugins/request-log.ts logs one
     // line per request instead, at debug.
     logController: new LogController({ disableRequestLogging: true }),
-    ...serverOptions
+    // A request's child logger is built on its first line, not for every request.
+    childLoggerFactory: lazyChildLogger,
+    ...fastifyOptions,
+    // plugins/http-protocol.ts answers a request without Host in the Error shape, not Node.
+    http: { requireHostHeader: false, ...fastifyOptions.http }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const metrics = createMetrics()
 
-  // Fastify closes the connections that are idle when closing starts; a keep-alive connection busy
-  // then would stay open after its answer until the client or KEEP_ALIVE_TIMEOUT let go, holding
-  // the exit back. Until the server has closed, connections are let go as soon as they are idle.
-  app.addHook('preClose', (done) => {
-    if (app.server.listening) {
-      const sweep = setInterval(() => app.server.closeIdleConnections(), 20).unref()
-      app.server.once('close', () => clearInterval(sweep))
-    }
-    done()
-  })
-
+  // First, so that every answer carries them, even one refused by the next two.
+  await app.register(securityHeaders)
+  // Its hook decides whether a request is taken in at all (not while shutting down).
+  await app.register(connections, { maxConnections })
+  await app.register(httpProtocol)
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })
   await app.register(requestLog)
-  await app.register(securityHeaders)
   await app.register(metricsPlugin, { metrics })
   // Before the routes: swagger collects them as they are added.
   await app.register(docs)

@@ -1,8 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
-import { appOptions, buildApp, connectionOptions } from './app.js'
+import { appOptions, buildApp, connectionOptions, loggerOptions } from './app.js'
 import { ConfigError, loadConfig, readTokens, type Config } from './config.js'
 import { StoreOpenError } from '../plugins/store/index.js'
+
+/**
+ * Signals close-with-grace would take for a request to shut down, and must not: only SIGTERM and
+ * SIGINT are. The others keep Node's default action. For a fatal one (SIGBUS, as when a file SQLite
+ * maps into memory is truncated, SIGSEGV, SIGILL, SIGFPE) a listener would have the kernel re-run
+ * the faulting instruction forever at 100 % CPU; by default it kills the process, a death its
+ * supervisor sees. SIGHUP, SIGQUIT, SIGTRAP, SIGABRT and SIGUSR2 keep their own meanings too.
+ */
+const NOT_SHUTDOWN_SIGNALS: closeWithGrace.Signals[] = ['SIGHUP', 'SIGQUIT', 'SIGILL', 'SIGTRAP', 'SIGABRT', 'SIGBUS', 'SIGFPE', 'SIGSEGV', 'SIGUSR2']
 
 function exitWith (line: string): never {
   process.stderr.write(`${line}\n`)
@@ -25,13 +34,13 @@ async function start () {
   const app = await buildApp(appOptions(config, tokens), {
     ...connectionOptions(config),
     logger: {
-      level: config.LOG_LEVEL,
+      ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector.
       /* c8 ignore next: the tests read the log through a pipe, never a terminal */
       ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty' } } : {})
     }
   })
-  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log }, async ({ signal, err }) => {
+  closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log, skip: NOT_SHUTDOWN_SIGNALS }, async ({ signal, err }) => {
     /* c8 ignore next: only an uncaught exception, which no request can cause, comes here */
     if (err) app.log.error({ err }, 'shutting down after an uncaught error')
     else app.log.info({ signal }, 'shutting down: finishing requests in flight')

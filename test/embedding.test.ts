@@ -4,9 +4,9 @@ import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { createMemoryStore } from '../plugins/store/memory.js'
-import plantStore, { securitySchemes } from '../src/plugin.js'
+import plantStore, { securitySchemes, swaggerReferenceName } from '../src/plugin.js'
 import packageJson from '../package.json' with { type: 'json' }
-import { TOKEN } from './helpers/app.js'
+import { AUTH, JSON_TYPE, TOKEN } from './helpers/app.js'
 
 async function hostApp (t: Test) {
   const host = Fastify()
@@ -98,4 +98,103 @@ t.test('given a store URL, the plugin opens the store and closes it with the hos
   await host.close()
   t.ok(existsSync(file), 'the SQLite file was created')
   t.notOk(existsSync(`${file}-wal`), 'and closed cleanly with the host')
+})
+
+t.test('a host with its own Error, Plant and HealthStatus schemas can register the plugin, and keeps its own', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  await host.register(swagger, {
+    openapi: { openapi: '3.1.0', info: { title: 'Host', version: '2.0.0' }, components: { securitySchemes } },
+    // The README's option: every shared schema is named by its $id in the host's document.
+    refResolver: { buildLocalReference: (json) => json.$id as string }
+  })
+  host.addSchema({ $id: 'Error', type: 'object', properties: { code: { type: 'string' } }, required: ['code'] })
+  host.addSchema({ $id: 'Plant', type: 'object', properties: { species: { type: 'string' } } })
+  host.addSchema({ $id: 'HealthStatus', type: 'object', properties: { up: { type: 'boolean' } } })
+  host.get('/host/failure', {
+    schema: { response: { 500: { $ref: 'Error#' } } }
+  }, async (_request, reply) => reply.code(500).send({ code: 'HOST', extra: 'dropped by the host serializer' }))
+  await host.register(plantStore, { prefix: '/store', tokens: [TOKEN], store: createMemoryStore() })
+  await host.ready()
+
+  const created = await host.inject({
+    method: 'POST', url: '/store/plants', headers: { authorization: `Bearer ${TOKEN}` }, payload: { id: 1, name: 'Fern' }
+  })
+  t.equal(created.statusCode, 200)
+  t.same(created.json(), { name: 'Fern' })
+  const refused = await host.inject({ method: 'POST', url: '/store/plants', payload: { id: 1, name: 'Fern' } })
+  t.same(refused.json(), { error: 401, message: 'A valid bearer token is required' }, 'the plugin answers in its own Error shape')
+  const hostFailure = await host.inject({ url: '/host/failure' })
+  t.same(hostFailure.json(), { code: 'HOST' }, 'the host serializes with its own Error schema')
+
+  const doc = host.swagger() as any
+  const names = Object.keys(doc.components.schemas)
+  for (const name of ['Error', 'Plant', 'HealthStatus']) t.ok(names.includes(name), `the host's ${name} is kept`)
+  t.same(doc.components.schemas.Error.required, ['code'])
+  for (const name of ['plant-store.Error', 'plant-store.Plant', 'plant-store.NewPlant', 'plant-store.PlantList', 'plant-store.HealthStatus']) {
+    t.ok(names.includes(name), `the plugin's ${name} has a readable name of its own`)
+  }
+  t.same(doc.paths['/store/plants'].post.requestBody.content['application/json'].schema, { $ref: '#/components/schemas/plant-store.NewPlant' })
+  t.same(doc.paths['/host/failure'].get.responses['500'].content['application/json'].schema, { $ref: '#/components/schemas/Error' })
+})
+
+t.test('two instances under two prefixes have distinct operationIds, derived from the prefix', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  await host.register(swagger, { openapi: { openapi: '3.1.0', info: { title: 'Host', version: '2.0.0' }, components: { securitySchemes } } })
+  await host.register(plantStore, { prefix: '/garden', tokens: [TOKEN], store: createMemoryStore() })
+  await host.register(async (api) => {
+    await api.register(plantStore, { prefix: '/green-house', tokens: [TOKEN], store: createMemoryStore() })
+  }, { prefix: '/api/v2' })
+  await host.ready()
+
+  const doc = host.swagger() as any
+  const operationIds = Object.entries(doc.paths).flatMap(([path, operations]) =>
+    Object.values(operations as Record<string, { operationId: string }>).map(({ operationId }) => `${path} ${operationId}`))
+  t.same(operationIds.sort(), [
+    '/api/v2/green-house/healthz apiV2GreenHouseGetHealth',
+    '/api/v2/green-house/plants apiV2GreenHouseCreatePlant',
+    '/api/v2/green-house/plants apiV2GreenHouseListPlants',
+    '/api/v2/green-house/plants/{id} apiV2GreenHouseDeletePlant',
+    '/api/v2/green-house/plants/{id} apiV2GreenHouseGetPlant',
+    '/api/v2/green-house/readyz apiV2GreenHouseGetReadiness',
+    '/garden/healthz gardenGetHealth',
+    '/garden/plants gardenCreatePlant',
+    '/garden/plants gardenListPlants',
+    '/garden/plants/{id} gardenDeletePlant',
+    '/garden/plants/{id} gardenGetPlant',
+    '/garden/readyz gardenGetReadiness'
+  ])
+  // Both instances answer, each with its own store.
+  const auth = { authorization: `Bearer ${TOKEN}` }
+  t.equal((await host.inject({ method: 'POST', url: '/garden/plants', headers: auth, payload: { id: 1, name: 'a' } })).statusCode, 200)
+  t.equal((await host.inject({ method: 'POST', url: '/api/v2/green-house/plants', headers: auth, payload: { id: 1, name: 'b' } })).statusCode, 200)
+  t.same((await host.inject({ url: '/api/v2/green-house/plants/1', headers: auth })).json(), { name: 'b' })
+})
+
+t.test('two instances with different text limits each document their own in the host\'s document', async (t) => {
+  const host = Fastify()
+  await host.register(swagger, {
+    openapi: { openapi: '3.1.0', info: { title: 'Host', version: '2.0.0' }, components: { securitySchemes } },
+    refResolver: { buildLocalReference: swaggerReferenceName }
+  })
+  await host.register(plantStore, { prefix: '/garden', tokens: [TOKEN], store: createMemoryStore() })
+  await host.register(plantStore, { prefix: '/v2', tokens: [TOKEN], store: createMemoryStore(), maxTextLength: 10 })
+  await host.ready()
+  t.teardown(() => host.close())
+  const doc = host.swagger() as any
+  const bodyOf = (path: string) => {
+    const ref: string = doc.paths[path].post.requestBody.content['application/json'].schema.$ref
+    return doc.components.schemas[ref.replace('#/components/schemas/', '')]
+  }
+  t.equal(bodyOf('/garden/plants').properties.name.maxLength, 1000)
+  t.equal(bodyOf('/v2/plants').properties.name.maxLength, 10, 'the /v2 body declares its own limit')
+  const tooLong = await host.inject({
+    method: 'POST', url: '/v2/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: { id: 1, name: 'eleven char' }
+  })
+  t.equal(tooLong.statusCode, 400, 'and enforces it')
+  const fine = await host.inject({
+    method: 'POST', url: '/garden/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: { id: 1, name: 'eleven char' }
+  })
+  t.equal(fine.statusCode, 200)
 })
