@@ -57,12 +57,15 @@ function describe (path: string[]): string {
   return node.description!
 }
 
+/** The options schema as Ajv reads it: Ajv has no `function` type, a keyword checks those. */
+export const OPTIONS_AJV_SCHEMA = JSON.parse(JSON.stringify(PlantStoreOptionsSchema), (_key, node) =>
+  node?.type === 'function' ? { isFunction: true } : node)
+
 // Ajv (which the plugin loads anyway) checks the options; typebox/value would add ~100 ms of
-// module loading to every host's start-up. Ajv has no `function` type: a keyword checks those.
-const optionsAjv = new Ajv({ allErrors: false, strict: false })
+// module loading to every host's start-up. validateSchema: see plugins/validation.ts.
+const optionsAjv = new Ajv({ allErrors: false, strict: false, validateSchema: false })
 optionsAjv.addKeyword({ keyword: 'isFunction', schemaType: 'boolean', validate: (_: boolean, data: unknown) => typeof data === 'function', errors: false })
-const validateOptions = optionsAjv.compile(JSON.parse(JSON.stringify(PlantStoreOptionsSchema), (_key, node) =>
-  node?.type === 'function' ? { isFunction: true } : node))
+const validateOptions = optionsAjv.compile(OPTIONS_AJV_SCHEMA)
 
 /** Throws a PlantStoreOptionsError naming the first option that is missing or wrong. */
 export function checkOptions (options: unknown): asserts options is PlantStoreOptions {
