@@ -34,8 +34,10 @@ t.test('inserts cost about the same whatever the id order: O(log n), not O(n)', 
   t.comment(`at ${FILLED} plants, medians of ${ROUNDS} rounds: ${Math.round(ascending)} creates/s ascending, ` +
     `${Math.round(descending)} descending ` +
     `(ratio ${(descending / ascending).toFixed(2)})`)
-  // A sorted array moves every id on an insert at the front: a tenth of the ascending rate or less.
-  t.ok(descending / ascending > 0.4, 'descending ids are created at least 0.4 times as fast as ascending ones')
+  // A sorted array moves every id on an insert at the front: a tenth of the ascending rate or less
+  // (1.3k against 12k creates/s). A search in O(log n) keeps it within a few times the rate of an
+  // append at the end, which needs none.
+  t.ok(descending / ascending > 0.2, 'descending ids are created at least 0.2 times as fast as ascending ones')
 })
 
 t.test('the order kept through inserts and deletes in any order is the ascending one', async (t) => {
@@ -65,4 +67,35 @@ t.test('the sorted set ignores the deletion of an id it does not hold', async (t
   ids.delete(1n)
   ids.delete(3n)
   t.strictSame(ids.page(undefined, 10), [2n])
+})
+
+t.test('ids that grow are appended, also after the largest ids are deleted or the set is cleared', async (t) => {
+  const ids = new SortedIds()
+  const kept: bigint[] = []
+  // Grow, drop the largest (and sometimes the one below), grow again: each step moves the end.
+  for (let id = 1n; id <= 2000n; id++) {
+    ids.add(id)
+    kept.push(id)
+    if (id % 5n === 0n) {
+      ids.delete(id)
+      kept.pop()
+      if (id % 10n === 0n) {
+        ids.delete(id - 1n)
+        kept.pop()
+      }
+    }
+  }
+  ids.add(0n) // below them all: found by a search
+  kept.unshift(0n)
+  t.strictSame(ids.page(undefined, 5000), kept, 'every id, ascending')
+  t.strictSame(ids.page(1995n, 10), [1996n, 1997n, 1998n], 'the end is where the last add and deletes left it')
+  for (const id of kept) ids.delete(id)
+  t.strictSame(ids.page(undefined, 10), [], 'emptied')
+  ids.add(7n)
+  ids.add(8n)
+  t.strictSame(ids.page(undefined, 10), [7n, 8n], 'an emptied set grows again')
+  ids.clear()
+  ids.add(9n)
+  ids.add(10n)
+  t.strictSame(ids.page(undefined, 10), [9n, 10n], 'a cleared set grows again')
 })

@@ -22,6 +22,9 @@ function randomHeight (): number {
 export class SortedIds {
   // A sentinel before the smallest id: its own id is never read.
   #head: Node = { id: 0n, next: [] }
+  // The last node on each level (the head on a level left empty): an id above every other, the
+  // common case of ids that grow, is appended after them without a search.
+  #last: Node[] = []
 
   /** On each level, from the top, the last node whose id is less than `id`. */
   #before (id: bigint): Node[] {
@@ -36,13 +39,15 @@ export class SortedIds {
 
   /** Adds an id that is not in the set. */
   add (id: bigint) {
-    const before = this.#before(id)
+    const largest = this.#last[0]
+    const before = largest !== undefined && largest !== this.#head && largest.id < id ? this.#last : this.#before(id)
     const node: Node = { id, next: [] }
     for (let level = 0, height = randomHeight(); level < height; level++) {
       // A level above every other node's starts at the head.
       const previous = before[level] ?? this.#head
       node.next[level] = previous.next[level]
       previous.next[level] = node
+      if (node.next[level] === undefined) this.#last[level] = node
     }
   }
 
@@ -50,7 +55,10 @@ export class SortedIds {
     const before = this.#before(id)
     const node = before[0]?.next[0]
     if (node?.id !== id) return
-    for (let level = 0; level < node.next.length; level++) before[level].next[level] = node.next[level]
+    for (let level = 0; level < node.next.length; level++) {
+      before[level].next[level] = node.next[level]
+      if (node.next[level] === undefined) this.#last[level] = before[level]
+    }
   }
 
   /** Up to `limit` ids greater than `after` (from the smallest when undefined), ascending. */
@@ -63,5 +71,6 @@ export class SortedIds {
 
   clear () {
     this.#head = { id: 0n, next: [] }
+    this.#last = []
   }
 }
