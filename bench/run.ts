@@ -287,9 +287,9 @@ async function main () {
   const targets: Target[] = []
   const add = (name: string, server: Server | undefined) => { if (server) targets.push({ kind: 'http', name, server }) }
   for (const baseline of BASELINES) add(baseline, await start(baseline, BASELINE_ENTRIES[baseline], { TOKEN: token }))
-  // The int64 path runs on a memory store of its own: its ids sort after every small id, and the
-  // memory store inserts an id that is not the largest in O(n) (issue 8), which would slow the
-  // create runs that follow it.
+  // The int64 path runs on a memory store of its own: its ids sort after every small id, so on a
+  // shared store the small ids of later create runs would each need a search instead of the
+  // append that ids above every other get: each store sees ids that grow, as clients send them.
   const int64Servers = new Map<string, Server>()
   const builds: Array<[string, string]> = [['', SERVER_ENTRY], ...(args.compare ? [[' (compare)', args.compare] as [string, string]] : [])]
   for (const [suffix, entry] of builds) {
