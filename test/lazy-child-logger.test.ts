@@ -1,11 +1,11 @@
-import Fastify from 'fastify'
+import Fastify, { LogController } from 'fastify'
 import t from 'tap'
 import { lazyChildLogger } from '../plugins/lazy-child-logger.js'
 import { build, collectLogs, createPlant } from './helpers/app.js'
 
 t.test('a request\'s lines carry its request id, at every level the app logs', async (t) => {
   const { lines, logger } = collectLogs('trace')
-  const app = Fastify({ logger, childLoggerFactory: lazyChildLogger, disableRequestLogging: true })
+  const app = Fastify({ logger, childLoggerFactory: lazyChildLogger, logController: new LogController({ disableRequestLogging: true }) })
   t.teardown(() => app.close())
   app.get('/', async (request) => {
     for (const level of ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const) request.log[level]({ n: 1 }, level)
@@ -26,7 +26,7 @@ t.test('a request\'s lines carry its request id, at every level the app logs', a
 
 t.test('lines below the app\'s level are dropped; a level set on the request\'s logger holds', async (t) => {
   const { lines, logger } = collectLogs('info')
-  const app = Fastify({ logger, childLoggerFactory: lazyChildLogger, disableRequestLogging: true })
+  const app = Fastify({ logger, childLoggerFactory: lazyChildLogger, logController: new LogController({ disableRequestLogging: true }) })
   t.teardown(() => app.close())
   app.get('/', async (request) => {
     request.log.debug('dropped')
@@ -58,7 +58,7 @@ t.test('a logger without isLevelEnabled is asked to log every line', async (t) =
     silent: () => {},
     child () { return this }
   }
-  const app = Fastify({ loggerInstance: plain, childLoggerFactory: lazyChildLogger, disableRequestLogging: true })
+  const app = Fastify({ loggerInstance: plain, childLoggerFactory: lazyChildLogger, logController: new LogController({ disableRequestLogging: true }) })
   t.teardown(() => app.close())
   app.get('/', async (request) => {
     const level = request.log.level
