@@ -2,12 +2,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-/** A new plant with a small id, one with a 64-bit id, a body the schema refuses, no token. */
-export type Path = 'create' | 'create64' | 'invalid' | 'anonymous'
-export const PATHS: readonly Path[] = ['create', 'create64', 'invalid', 'anonymous']
+/** A new plant with a small id, one with a 64-bit id, a body the schema refuses, no token, a page of the list. */
+export type Path = 'create' | 'create64' | 'invalid' | 'anonymous' | 'list'
+export const PATHS: readonly Path[] = ['create', 'create64', 'invalid', 'anonymous', 'list']
 
 /** The status every response of a run on that path should have. */
-export const EXPECTED_STATUS: Record<Path, number> = { create: 200, create64: 200, invalid: 400, anonymous: 401 }
+export const EXPECTED_STATUS: Record<Path, number> = { create: 200, create64: 200, invalid: 400, anonymous: 401, list: 200 }
 
 /** The two baselines every target is compared with: a bare node:http server and plain Fastify. */
 export const BASELINES = ['node:http', 'fastify'] as const
@@ -47,7 +47,7 @@ export type Summary = { target: string, path: Path, rounds: number } & Record<Me
   vs: Partial<Record<Baseline, Ratios>>
 }
 
-export interface Comparison { label: string, reqPerSec: number | null }
+export interface Comparison { label: string, path: Path, reqPerSec: number | null, p50Ms: number | null }
 
 export function median (values: (number | null)[]): number | null {
   const sorted = values.filter((value): value is number => value !== null && Number.isFinite(value))
@@ -99,19 +99,21 @@ export function summarize (runs: Run[]): Summary[] {
   return summaries
 }
 
-/** The median create req/s of `numerator` over that of `denominator`, when both ran. */
-export function compare (summaries: Summary[], numerator: string, denominator: string): Comparison | undefined {
-  const find = (target: string) => summaries.find((summary) => summary.target === target && summary.path === 'create')
+/** The median req/s and p50 on `path` of `numerator` over those of `denominator`, when both ran. */
+export function compare (summaries: Summary[], numerator: string, denominator: string, path: Path = 'create'): Comparison | undefined {
+  const find = (target: string) => summaries.find((summary) => summary.target === target && summary.path === path)
   const [top, bottom] = [find(numerator), find(denominator)]
   if (top === undefined || bottom === undefined) return undefined
-  return { label: `${numerator} / ${denominator}`, reqPerSec: ratio(top.reqPerSec, bottom.reqPerSec) }
+  return { label: `${numerator} / ${denominator}`, path, reqPerSec: ratio(top.reqPerSec, bottom.reqPerSec), p50Ms: ratio(top.p50Ms, bottom.p50Ms) }
 }
 
 function format (value: number | null | undefined, digits = 0): string {
   return value === null || value === undefined ? '-' : value.toFixed(digits)
 }
 
-export const PATH_LABEL: Record<Path, string> = { create: 'POST 200', create64: 'POST 200 int64', invalid: 'POST 400', anonymous: 'POST 401' }
+export const PATH_LABEL: Record<Path, string> = {
+  create: 'POST 200', create64: 'POST 200 int64', invalid: 'POST 400', anonymous: 'POST 401', list: 'GET page'
+}
 
 export interface TableInput {
   summaries: Summary[]
@@ -132,10 +134,26 @@ const LIMITS: Array<{ path: Path, ratio: keyof Ratios, limit: number, atLeast?: 
   { path: 'anonymous', ratio: 'cpuUsPerRequest', limit: 1.15 }
 ]
 export const STARTUP_LIMIT_MS = 400
+// Targets between two of the run's own figures: a store with many plants against the same store
+// empty, PostgreSQL against pgbench.
+const COMPARISON_LIMITS: Array<{ label: RegExp, path: Path, ratio: 'reqPerSec' | 'p50Ms', limit: number, atLeast?: true }> = [
+  { label: /^sqlite\+\S+ \/ sqlite$/, path: 'create', ratio: 'reqPerSec', limit: 0.9, atLeast: true },
+  // "Flat in store size": a page takes at most a quarter longer with the plants preloaded.
+  { label: /^sqlite\+\S+ \/ sqlite$/, path: 'list', ratio: 'p50Ms', limit: 1.25 },
+  { label: /^postgres(\+\S+)? \/ pgbench$/, path: 'create', ratio: 'reqPerSec', limit: 0.8, atLeast: true }
+]
 
 /** One line per target of issue 11 that this run measured: the figure, the limit, met or missed. */
-export function verdicts (summaries: Summary[], startupMs: number[]): string[] {
+export function verdicts (summaries: Summary[], startupMs: number[], comparisons: Comparison[] = []): string[] {
   const lines: string[] = []
+  for (const { label, path, ratio: key, limit, atLeast } of COMPARISON_LIMITS) {
+    for (const comparison of comparisons.filter((c) => label.test(c.label) && c.path === path)) {
+      const value = comparison[key]
+      if (value === null) continue
+      const met = atLeast ? value >= limit : value <= limit
+      lines.push(`${met ? 'met   ' : 'MISSED'} ${comparison.label} ${PATH_LABEL[path]} ${key} ${value.toFixed(2)} (${atLeast ? '≥' : '≤'} ${limit})`)
+    }
+  }
   for (const { path, ratio: key, limit, atLeast } of LIMITS) {
     for (const s of summaries.filter(({ target, path: p }) => SERVICE_TARGETS.includes(target) && p === path)) {
       const value = s.vs.fastify?.[key]
@@ -174,12 +192,13 @@ export function table ({ summaries, comparisons, startupMs, notes }: TableInput)
     line(widths.map((width) => '-'.repeat(width))),
     ...rows.map(line),
     '',
-    ...comparisons.map(({ label, reqPerSec }) => `${label}: req/s ratio ${format(reqPerSec, 3)}`),
+    ...comparisons.map(({ label, path, reqPerSec, p50Ms }) =>
+      `${label} (${PATH_LABEL[path]}): req/s ratio ${format(reqPerSec, 3)}, p50 ratio ${format(p50Ms, 3)}`),
     `start-up on a fresh SQLite file (spawn → first 200 of GET /healthz): median ${format(median(startupMs), 1)} ms` +
       ` over ${startupMs.length} (${startupMs.map((ms) => ms.toFixed(0)).join(', ')} ms)`,
     '',
     'Issue 11 targets (medians of this run, against the plain-Fastify baseline):',
-    ...verdicts(summaries, startupMs),
+    ...verdicts(summaries, startupMs, comparisons),
     '',
     ...notes
   ].join('\n') + '\n'

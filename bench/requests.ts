@@ -5,6 +5,7 @@ import type { Path } from './report.js'
 // Every create carries the next id: unique on every server, across all runs of a process.
 let nextId = 1
 const SNOWFLAKE = 2n ** 62n
+const LIST_SPAN = 1_000_000
 
 /** The request autocannon repeats on `path`: a new plant, a body the schema refuses, or no token. */
 export function requestFor (path: Path): Request {
@@ -14,6 +15,11 @@ export function requestFor (path: Path): Request {
   if (path === 'create64') {
     // 64-bit ids as snowflake-style generators make them: 19 digits, more than a double holds.
     return { setupRequest: (request) => ({ ...request, body: `{"id":${SNOWFLAKE + BigInt(nextId++)},"name":"Monstera","tag":"tropical"}` }) }
+  }
+  if (path === 'list') {
+    // A page of 100 from a random place among the preloaded plants (ids -1 to -1,000,000); on a
+    // store without them, the first page of the plants created.
+    return { setupRequest: (request) => ({ ...request, method: 'GET', body: undefined, path: `/plants?limit=100&after=${-1 - Math.floor(Math.random() * LIST_SPAN)}` }) }
   }
   return { body: path === 'invalid' ? '{"id":"x","name":"Monstera"}' : '{"id":1,"name":"Monstera"}' }
 }

@@ -321,6 +321,8 @@ async function main () {
     for (const [name, server] of int64Servers) await runOnce({ kind: 'http', name: `${name} (int64)`, server }, 'create64', 0, warmupSeconds, false)
   }
   const shortTargets = httpTargets.filter(({ name }) => (BASELINES as readonly string[]).includes(name) || name.startsWith('memory'))
+  // A page of the list on the durable stores, empty and preloaded: its time must not grow with the store.
+  const listTargets = httpTargets.filter(({ name }) => /^(sqlite|postgres)(\+\S+)?$/.test(name))
   for (let round = 1; round <= rounds; round++) {
     for (const target of targets) await runOnce(target, 'create', round, duration)
     for (const path of ['create64', 'invalid', 'anonymous'] as const) {
@@ -329,6 +331,7 @@ async function main () {
         await runOnce(int64 ? { ...target, server: int64 } : target, path, round, shortSeconds)
       }
     }
+    for (const target of listTargets) await runOnce(target, 'list', round, shortSeconds)
   }
 
   const summaries = summarize(runs)
@@ -336,7 +339,10 @@ async function main () {
     compare(summaries, 'sqlite', 'memory'),
     compare(summaries, `sqlite+${count(preload)}`, 'sqlite'),
     compare(summaries, 'postgres', 'pgbench'),
-    compare(summaries, `postgres+${count(preload)}`, 'postgres')
+    compare(summaries, `postgres+${count(preload)}`, 'postgres'),
+    compare(summaries, `postgres+${count(preload)}`, 'pgbench'),
+    compare(summaries, `sqlite+${count(preload)}`, 'sqlite', 'list'),
+    compare(summaries, `postgres+${count(preload)}`, 'postgres', 'list')
   ].filter((comparison): comparison is Comparison => comparison !== undefined)
   const allNotes = [
     'CPU µs/req: utime+stime of the server process ÷ requests completed (PostgreSQL\'s own CPU not included); ' +
