@@ -12,6 +12,12 @@ t.test('a FATAL answer during a statement ends the session: a connection failure
   t.equal(classify(serverError('XX000', 'PANIC'), false, false).where, 'connection', 'a server crash')
 })
 
+t.test('a session whose prepared statements are not what the driver holds is a session failure: tried again elsewhere', async (t) => {
+  t.equal(classify(serverError('26000', 'ERROR'), false, false).where, 'session', 'no such prepared statement')
+  t.equal(classify(serverError('42P05', 'ERROR'), false, false).where, 'session', 'a prepared statement of that name already')
+  t.equal(classify(serverError('0A000', 'ERROR'), false, false).where, 'session', 'a cached plan that no longer fits the table')
+})
+
 t.test('an error of our own code while using a connection that is still there is a bug', async (t) => {
   t.equal(classify(new TypeError('not a function'), false, false).where, undefined)
   t.equal(classify(new TypeError('not a function'), false, true).where, 'connection', 'unless the connection was lost')

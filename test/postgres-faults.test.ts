@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import { openPostgresStore } from '../plugins/store/postgres.js'
 import type { PlantStore } from '../plugins/store/types.js'
@@ -111,6 +112,31 @@ t.test('the table dropped (42P01): the migration runs again, no 500 and no resta
   await sqlOn(url, 'DROP TABLE plants')
   t.equal((await ready(app)).statusCode, 200, '/readyz finds the table gone and has it made again')
   t.strictSame(await sqlOn(url, "SELECT to_regclass('plants') IS NOT NULL AS present"), [{ present: true }])
+})
+
+t.test('prepared statements lost by the session, as behind a pooler (26000): the create is stored through another connection, no 500', { skip: pgSkip }, async (t) => {
+  const { app, url } = await setUp(t)
+  t.equal((await post(app, 1)).statusCode, 200, 'the batch INSERT is now prepared on a pooled connection')
+  // What PgBouncer's DISCARD ALL (transaction pooling) does: the server forgets the session's
+  // statements while the driver still holds them as prepared. Made on the store's own connection,
+  // the next time it runs a statement it has prepared.
+  type Query = (this: pg.Client, ...args: unknown[]) => Promise<unknown>
+  const query = pg.Client.prototype.query as unknown as Query
+  let deallocated = 0
+  const deallocating: Query = async function (this: pg.Client, ...args: unknown[]) {
+    const { name } = (args[0] ?? {}) as { name?: string }
+    const prepared = (this as unknown as { connection: { parsedStatements: Record<string, string> } }).connection.parsedStatements
+    if (deallocated < 2 && name !== undefined && prepared[name] !== undefined) {
+      deallocated++
+      await query.call(this, 'DEALLOCATE ALL')
+    }
+    return query.apply(this, args)
+  }
+  pg.Client.prototype.query = deallocating as unknown as typeof pg.Client.prototype.query
+  t.teardown(() => { pg.Client.prototype.query = query as unknown as typeof pg.Client.prototype.query })
+  for (const id of [2, 3, 4, 5]) t.equal((await post(app, id)).statusCode, 200, `create ${id}`)
+  t.ok(deallocated > 0, 'a prepared statement was lost under the store')
+  t.strictSame((await sqlOn(url, 'SELECT id FROM plants ORDER BY id')).map(({ id }) => Number(id)), [1, 2, 3, 4, 5], 'every create stored')
 })
 
 t.test('the schema dropped (3F000): 503 and /readyz 503 until it is back, then service', { skip: pgSkip }, async (t) => {

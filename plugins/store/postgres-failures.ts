@@ -7,10 +7,13 @@ import pg from 'pg'
  * - `write`: connected, but the database cannot carry out a change (read-only as a standby after a
  *   failover, out of disk, an I/O error): 503, and the session is not reused;
  * - `wait`: it gave up waiting (lock_timeout, a deadlock, statement_timeout): 503, or another try;
- * - `schema`: the table or its schema is gone: the migration runs again.
+ * - `schema`: the table or its schema is gone: the migration runs again;
+ * - `session`: the session's prepared statements are not the ones the driver holds (lost to a
+ *   pooler's DISCARD ALL or a DEALLOCATE, or planned for a table changed since): the connection is
+ *   closed and the operation tried once more on another.
  * Anything else (a syntax error, a value the server refuses) is a bug: a 500.
  */
-export type Where = 'connection' | 'write' | 'wait' | 'schema'
+export type Where = 'connection' | 'write' | 'wait' | 'schema' | 'session'
 
 // What the server's own ERROR answers say, by SQLSTATE class or code.
 const ANSWERS: ReadonlyArray<[RegExp, Where]> = [
@@ -20,6 +23,8 @@ const ANSWERS: ReadonlyArray<[RegExp, Where]> = [
   [/^(25006$|53|58)/, 'write'],
   // Undefined table, invalid schema name.
   [/^(42P01|3F000)$/, 'schema'],
+  // No such prepared statement, one of that name already, a cached plan that no longer fits.
+  [/^(26000|42P05|0A000)$/, 'session'],
   // Connection exception, operator intervention, the database gone or closed to connections.
   [/^(08|57P|3D000$|55000$)/, 'connection']
 ]

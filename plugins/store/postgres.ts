@@ -150,15 +150,20 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
     return migration
   }
 
-  /** Runs `work` once the schema is there; when the table or schema turns out gone, migrates again once. */
+  /**
+   * Runs `work` once the schema is there. Once more when the table or schema turns out gone
+   * (after migrating again) or the session's prepared statements were not what the driver held
+   * (on another connection: withClient closed that one).
+   */
   async function run<R> (work: (client: pg.PoolClient) => Promise<R>, again = true): Promise<R> {
     const used = migrated()
     await used
     try {
       return await withClient(pool, work)
     } catch (error) {
-      if (!again || (error as PostgresFailure).where !== 'schema') throw error
-      if (migration === used) migration = undefined // unless a failure seen earlier did so already
+      const { where } = error as PostgresFailure
+      if (!again || (where !== 'schema' && where !== 'session')) throw error
+      if (where === 'schema' && migration === used) migration = undefined // unless a failure seen earlier did so already
       return run(work, false)
     }
   }
