@@ -94,9 +94,12 @@ t.test('tokenChecker matches whole tokens only, against every configured one', a
   t.equal(check('alph\u00e4'), false, 'one character that differs only past ASCII')
   t.equal(check('\u0101lpha'), false, 'a character whose low byte is an "a"')
   t.equal(tokenChecker(['grüner-token'])('grüner-token'), true, 'tokens compare as UTF-8')
-  // Three bytes a character: the token fills the padded width, and a longer one is cut to it.
-  t.equal(tokenChecker(['€€'])('€€'), true)
-  t.equal(tokenChecker(['€€'])('€€€'), false, 'a token cut to the width of the longest is still refused')
+  // Three bytes a character, past the smallest padded width: the token fills the width, and a
+  // longer one is cut to it.
+  const wide = '€'.repeat(100)
+  t.equal(tokenChecker([wide])(wide), true)
+  t.equal(tokenChecker([wide])(`${wide}€`), false, 'a token cut to the width of the longest is still refused')
+  t.equal(tokenChecker([wide])(wide.slice(1)), false)
   t.equal(tokenChecker([])('anything'), false)
   t.equal(tokenChecker([])(''), false, 'no token configured: even the empty one is refused')
 })
