@@ -139,7 +139,7 @@ export const STARTUP_LIMIT_MS = 400
 const COMPARISON_LIMITS: Array<{ label: RegExp, path: Path, ratio: 'reqPerSec' | 'p50Ms', limit: number, atLeast?: true }> = [
   { label: /^sqlite\+\S+ \/ sqlite$/, path: 'create', ratio: 'reqPerSec', limit: 0.9, atLeast: true },
   // "Flat in store size": a page takes at most a quarter longer with the plants preloaded.
-  { label: /^sqlite\+\S+ \/ sqlite$/, path: 'list', ratio: 'p50Ms', limit: 1.25 },
+  { label: /^(sqlite|postgres)\+\S+ \/ \1$/, path: 'list', ratio: 'p50Ms', limit: 1.25 },
   { label: /^postgres(\+\S+)? \/ pgbench$/, path: 'create', ratio: 'reqPerSec', limit: 0.8, atLeast: true }
 ]
 
@@ -149,7 +149,10 @@ export function verdicts (summaries: Summary[], startupMs: number[], comparisons
   for (const { label, path, ratio: key, limit, atLeast } of COMPARISON_LIMITS) {
     for (const comparison of comparisons.filter((c) => label.test(c.label) && c.path === path)) {
       const value = comparison[key]
-      if (value === null) continue
+      if (value === null) {
+        lines.push(`?      ${comparison.label} ${PATH_LABEL[path]} ${key}: not measured`)
+        continue
+      }
       const met = atLeast ? value >= limit : value <= limit
       lines.push(`${met ? 'met   ' : 'MISSED'} ${comparison.label} ${PATH_LABEL[path]} ${key} ${value.toFixed(2)} (${atLeast ? '≥' : '≤'} ${limit})`)
     }

@@ -5,10 +5,12 @@ import type { Path } from './report.js'
 // Every create carries the next id: unique on every server, across all runs of a process.
 let nextId = 1
 const SNOWFLAKE = 2n ** 62n
-const LIST_SPAN = 1_000_000
 
-/** The request autocannon repeats on `path`: a new plant, a body the schema refuses, or no token. */
-export function requestFor (path: Path): Request {
+/**
+ * The request autocannon repeats on `path`: a new plant, a body the schema refuses, no token, or
+ * a page after a random one of `preloaded` plants (the bench's preloads have ids -1 to -preloaded).
+ */
+export function requestFor (path: Path, preloaded = 1_000_000): Request {
   if (path === 'create') {
     return { setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"Monstera","tag":"tropical"}` }) }
   }
@@ -17,9 +19,9 @@ export function requestFor (path: Path): Request {
     return { setupRequest: (request) => ({ ...request, body: `{"id":${SNOWFLAKE + BigInt(nextId++)},"name":"Monstera","tag":"tropical"}` }) }
   }
   if (path === 'list') {
-    // A page of 100 from a random place among the preloaded plants (ids -1 to -1,000,000); on a
-    // store without them, the first page of the plants created.
-    return { setupRequest: (request) => ({ ...request, method: 'GET', body: undefined, path: `/plants?limit=100&after=${-1 - Math.floor(Math.random() * LIST_SPAN)}` }) }
+    // On a store without preloaded plants, every request is the first page of the plants created.
+    const after = () => -1 - Math.floor(Math.random() * preloaded)
+    return { setupRequest: (request) => ({ ...request, method: 'GET', body: undefined, path: `/plants?limit=100&after=${after()}` }) }
   }
   return { body: path === 'invalid' ? '{"id":"x","name":"Monstera"}' : '{"id":1,"name":"Monstera"}' }
 }

@@ -145,7 +145,7 @@ async function measure ({ name, server }: HttpTarget, path: Path, round: number,
   const cpuBefore = cpuMicros(server.pid)
   const headers = headersFor(path, token)
   current = autocannon({
-    url: `${server.url}/plants`, method: 'POST', connections, duration: seconds, headers, requests: [requestFor(path)]
+    url: `${server.url}/plants`, method: 'POST', connections, duration: seconds, headers, requests: [requestFor(path, preload)]
   })
   // autocannon's own histogram counts whole milliseconds: at 2-3 ms a p99 ratio would be 1.0 or 1.5.
   const latencies: number[] = []
