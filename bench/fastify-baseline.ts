@@ -3,10 +3,10 @@
 // JSON.parse, no logger) and no other plugin, storing nothing. Run as its own process: PORT, TOKEN.
 import bearerAuth from '@fastify/bearer-auth'
 import Fastify, { type FastifyError } from 'fastify'
-import { DEFAULT_MAX_TEXT_LENGTH, ErrorSchema, NewPlantSchema, PlantSchema, ref, sharedSchemas } from '../schemas/index.js'
+import { ErrorSchema, NewPlantSchema, PlantSchema, ref, sharedSchemas } from '../schemas/index.js'
 
 const app = Fastify()
-for (const schema of sharedSchemas(DEFAULT_MAX_TEXT_LENGTH)) app.addSchema(schema)
+for (const schema of sharedSchemas()) app.addSchema(schema)
 
 // The service's Error shape, so both answer the same bytes on every path.
 app.setErrorHandler((error: FastifyError, _request, reply) => {

@@ -11,13 +11,12 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { PATHS, type Path } from './report.js'
 import { headersFor, requestFor } from './requests.js'
-import { cpuMicros, hasTaskset, startServer, stop } from './targets.js'
+import { BASELINE_ENTRIES, cpuMicros, hasTaskset, startServer, stop } from './targets.js'
 
 const ENTRIES: Record<string, string> = {
   // The unbundled entry, so that the profile names each package and file.
   service: fileURLToPath(new URL('../src/server.js', import.meta.url)),
-  fastify: fileURLToPath(new URL('./fastify-baseline.js', import.meta.url)),
-  'node:http': fileURLToPath(new URL('./baseline.js', import.meta.url))
+  ...BASELINE_ENTRIES
 }
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 

@@ -15,14 +15,10 @@ import { headersFor, requestFor } from './requests.js'
 import {
   createDatabase, databaseUrl, dropDatabase, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
-import { StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
+import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
 
 // The bundle npm start runs: the service as it ships.
 const BUNDLE = fileURLToPath(new URL('../server.mjs', import.meta.url))
-const BASELINE_ENTRIES: Record<typeof BASELINES[number], string> = {
-  'node:http': fileURLToPath(new URL('./baseline.js', import.meta.url)),
-  fastify: fileURLToPath(new URL('./fastify-baseline.js', import.meta.url))
-}
 const STORES = ['memory', 'sqlite', 'postgres']
 const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url))
 const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'

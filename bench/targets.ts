@@ -4,6 +4,14 @@ import { closeSync, openSync, readFileSync } from 'node:fs'
 import { get } from 'node:http'
 import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import type { Baseline } from './report.js'
+
+/** The entry of each baseline the service is measured against. */
+export const BASELINE_ENTRIES: Record<Baseline, string> = {
+  'node:http': fileURLToPath(new URL('./baseline.js', import.meta.url)),
+  fastify: fileURLToPath(new URL('./fastify-baseline.js', import.meta.url))
+}
 
 export const hasTaskset = spawnSync('taskset', ['--version']).status === 0
 
