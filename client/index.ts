@@ -3,7 +3,7 @@
 import type { Static } from 'typebox'
 import type { ErrorBody } from '../schemas/error.js'
 import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../schemas/plant.js'
-import { TOKEN_PATTERN } from '../schemas/protocol.js'
+import { isAcceptableToken } from '../schemas/protocol.js'
 import { PlantNotFoundError, refusal, UnexpectedResponseError, type Operation } from './errors.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings, type Sent } from './retry.js'
@@ -45,8 +45,6 @@ interface Call extends Sent {
   operation: Operation
   url: string
 }
-
-const ACCEPTABLE_TOKEN = new RegExp(TOKEN_PATTERN)
 
 /** The base URL checked, without a trailing slash; a TypeError names what is wrong with it. */
 function checkedBaseUrl (option: string | URL): string {
@@ -93,7 +91,7 @@ export class PlantStoreClient {
     // Checked now, so that a mistake fails here rather than on every call (as a network failure, retried).
     this.#baseUrl = checkedBaseUrl(options.baseUrl)
     // The token is not repeated in the message: it is a secret.
-    if (typeof options.token !== 'string' || !ACCEPTABLE_TOKEN.test(options.token)) {
+    if (typeof options.token !== 'string' || !isAcceptableToken(options.token)) {
       throw new TypeError('token must be visible ASCII characters (! to ~), without spaces: the service accepts no other')
     }
     this.#authorization = `Bearer ${options.token}`

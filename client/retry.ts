@@ -40,7 +40,7 @@ export function retryAfterDelay (header: string | null, now = Date.now()): numbe
 }
 
 /** The jittered exponential wait before retry number `retry` (1 for the first): half of it to all of it. */
-export function backoffDelay (retry: number, { baseDelay, maxDelay }: RetrySettings): number {
+function backoffDelay (retry: number, { baseDelay, maxDelay }: RetrySettings): number {
   const ceiling = Math.min(maxDelay, baseDelay * 2 ** (retry - 1))
   return ceiling / 2 + Math.random() * ceiling / 2
 }

@@ -4,9 +4,6 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { UnauthorizedError } from './http-errors.js'
 
-// The rule for a token, shared with the client, which refuses a token the service can never accept.
-export { TOKEN_PATTERN } from '../schemas/protocol.js'
-
 export interface AuthOptions {
   /** The accepted bearer tokens. */
   tokens: readonly string[]

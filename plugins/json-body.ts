@@ -225,13 +225,13 @@ export function parseJsonBody (body: Buffer): unknown {
 
 /** Any JSON text, read as parseJsonBody says. */
 export function parseAnyJson (text: string): unknown {
-  const shape = scanShape(text)
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch {
     throw new InvalidJsonError()
   }
+  const shape = scanShape(text)
   // Parsers disagree on a repeated key (the first, the last, an error): refused, none can be fooled.
   if (shape.repeatedKey) throw new RepeatedKeyError()
   if (typeof value === 'object' && value !== null) {

@@ -1,20 +1,8 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { getHeapStatistics } from 'node:v8'
 import fp from 'fastify-plugin'
-import { Type, type Static } from 'typebox'
+import type { LoadSheddingOptions } from './limit-options.js'
 import { ServiceOverloadedError } from './http-errors.js'
-
-const threshold = (description: string, maximum?: number) =>
-  Type.Optional(Type.Number({ minimum: 0, ...(maximum !== undefined && { maximum }), description }))
-
-export const LoadSheddingOptionsSchema = Type.Object({
-  maxEventLoopDelay: threshold('event-loop delay in ms above which requests are refused (0: off)'),
-  maxEventLoopUtilization: threshold('event-loop utilization, 0 to 1, above which requests are refused (0: off)', 1),
-  maxHeapUsedBytes: threshold('heap use in bytes above which requests are refused (0: off)'),
-  retryAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'seconds a refused client is told to wait (Retry-After)' }))
-}, { description: 'load shedding thresholds: { maxEventLoopDelay?, maxEventLoopUtilization?, maxHeapUsedBytes?, retryAfter? }' })
-
-export type LoadSheddingOptions = Static<typeof LoadSheddingOptionsSchema>
 
 const SAMPLE_INTERVAL = 1000
 // The event-loop delay histogram's own timer, in ms: a delay below it is no delay.

@@ -6,6 +6,7 @@ import {
   PlantExistsError, PlantNotFoundError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError, UnauthorizedError
 } from '../plugins/http-errors.js'
 import { ErrorSchema, ref } from '../schemas/index.js'
+import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 
 // What the OpenAPI document says of each answer, beside the schema its body is checked with. The
 // example messages are taken from the errors themselves, so the document cannot drift from them.
@@ -52,8 +53,8 @@ export const badRequest = (messages: Record<string, string>) =>
 export const unauthorized = failure(401, 'No valid bearer token (the answer carries a WWW-Authenticate challenge)', {
   'No token, or not an accepted one': messageOf(UnauthorizedError)
 }, challenge)
-export const notFound = failure(404, 'No plant has this id', {
-  'No plant has this id': messageOf(PlantNotFoundError)
+export const notFound = failure(404, PLANT_NOT_FOUND_MESSAGE, {
+  [PLANT_NOT_FOUND_MESSAGE]: messageOf(PlantNotFoundError)
 }, rateLimitHeaders)
 export const conflict = failure(409, 'A plant with this id exists already; it is unchanged', {
   'The id is taken': messageOf(PlantExistsError)

@@ -8,6 +8,7 @@ const OK: HealthStatus = { status: 'ok' }
 const tags = [HEALTH_TAG]
 
 const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const store = storeOf(fastify)
   fastify.get('/healthz', {
     schema: {
       summary: 'Liveness: the process runs',
@@ -36,7 +37,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }, async () => {
     try {
-      await storeOf(fastify).ping()
+      await store.ping()
     } catch (cause) {
       throw new StoreUnavailableError({ cause })
     }

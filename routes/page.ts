@@ -6,7 +6,7 @@ const TAG_KEY_BYTES = ',"tag":'.length
 const jsonBytes = (text: string) => Buffer.byteLength(JSON.stringify(text))
 
 /** The bytes `plant` takes in the JSON of a page, as the serializer writes it. */
-export function plantBytes ({ id, name, tag }: NewPlant): number {
+function plantBytes ({ id, name, tag }: NewPlant): number {
   return ENVELOPE_BYTES + String(id).length + jsonBytes(name) + (tag === undefined ? 0 : TAG_KEY_BYTES + jsonBytes(tag))
 }
 

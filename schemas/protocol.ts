@@ -7,5 +7,10 @@
  */
 export const TOKEN_PATTERN = '^[\\x21-\\x7e]+$'
 
+const ACCEPTABLE_TOKEN = new RegExp(TOKEN_PATTERN)
+
+/** Whether `token` follows TOKEN_PATTERN: one that does not could never be accepted. */
+export const isAcceptableToken = (token: string) => ACCEPTABLE_TOKEN.test(token)
+
 /** The 404 of GET and DELETE /plants/{id}: the client tells it from a 404 for a route that does not exist. */
 export const PLANT_NOT_FOUND_MESSAGE = 'No plant has this id'

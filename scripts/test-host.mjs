@@ -4,7 +4,7 @@
 // into a bare PostgreSQL-only host whose install is measured. publint and arethetypeswrong check
 // the tarball. `--routes` also installs from the repository folder and from a git URL.
 import { execFileSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, posix, resolve } from 'node:path'
 
@@ -43,7 +43,7 @@ function testHost (name, installArgs) {
 /** A bare project with `specs` installed: its package paths, packages and megabytes. */
 function bareInstall (name, specs) {
   const dir = join(work, name)
-  run('mkdir', ['-p', dir], repo)
+  mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, type: 'module' }))
   npmInstall(dir, specs)
   const lock = JSON.parse(readFileSync(join(dir, 'node_modules/.package-lock.json'), 'utf8'))

@@ -2,9 +2,8 @@ import { readFileSync } from 'node:fs'
 import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
-import { TOKEN_PATTERN } from '../plugins/auth.js'
-import { LoadSheddingOptionsSchema } from '../plugins/load-shedding.js'
-import { RateLimitOptionsSchema } from '../plugins/rate-limit.js'
+import { isAcceptableToken } from '../schemas/protocol.js'
+import { LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
 import { STORE_URL_PATTERN } from '../plugins/store/index.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_TIMER_MS } from '../schemas/index.js'
 import { DEFAULT_BODY_LIMIT } from './options.js'
@@ -129,12 +128,10 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
   return config
 }
 
-const ACCEPTABLE_TOKEN = new RegExp(TOKEN_PATTERN)
-
 /** Trimmed tokens, without empty entries; one that no Authorization header can carry is refused. */
 function tokensFrom (name: string, entries: string[], entry: string): string[] {
   const tokens = entries.map((token) => token.trim())
-  const unsendable = tokens.findIndex((token) => token !== '' && !ACCEPTABLE_TOKEN.test(token))
+  const unsendable = tokens.findIndex((token) => token !== '' && !isAcceptableToken(token))
   if (unsendable >= 0) {
     // The token itself is a secret: the line says where it is, not what it is.
     throw invalid(name, `${entry} ${unsendable + 1} holds a space or a character outside visible ASCII, which no Authorization header can carry, so it could never match`,

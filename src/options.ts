@@ -1,10 +1,9 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
-import { TOKEN_PATTERN } from '../plugins/auth.js'
-import { LoadSheddingOptionsSchema } from '../plugins/load-shedding.js'
-import { RateLimitOptionsSchema } from '../plugins/rate-limit.js'
+import { LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
 import { STORE_METHODS, STORE_URL_PATTERN, type PlantStore } from '../plugins/store/index.js'
 import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
+import { TOKEN_PATTERN } from '../schemas/protocol.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 

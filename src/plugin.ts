@@ -45,8 +45,7 @@ export function swaggerReferenceName (json: { $id?: unknown }, _baseUri: unknown
 
 export default plantStore
 export { DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
-export type { LoadSheddingOptions } from '../plugins/load-shedding.js'
-export type { RateLimitOptions } from '../plugins/rate-limit.js'
+export type { LoadSheddingOptions, RateLimitOptions } from '../plugins/limit-options.js'
 export type { ListOptions, PlantStore } from '../plugins/store/index.js'
 export { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
 export type { ErrorBody, NewPlant, Plant } from '../schemas/index.js'

@@ -168,14 +168,18 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
     }
   }
 
-  // Bind ids as BigInt: pg sends them as their exact decimal text.
-  async function query<R extends pg.QueryResultRow> (text: string, values: unknown[] = []) {
+  /** `run`, with a failure turned into what it means to a client. */
+  async function answered<R> (work: (client: pg.PoolClient) => Promise<R>): Promise<R> {
     try {
-      return await run((client) => client.query<R>(text, values))
+      return await run(work)
     } catch (error) {
       throw answerFor(error as PostgresFailure)
     }
   }
+
+  // Bind ids as BigInt: pg sends them as their exact decimal text.
+  const query = <R extends pg.QueryResultRow> (text: string, values: unknown[] = []) =>
+    answered((client) => client.query<R>(text, values))
 
   try {
     await migrated()
@@ -209,7 +213,8 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
         await Promise.all(groups.map((group) => insertGroups([group])))
         return
       }
-      for (const { reject } of groups.flat()) reject(answerFor(failure))
+      const answer = answerFor(failure)
+      for (const { reject } of groups.flat()) reject(answer)
       return
     }
     for (const [first, ...repeats] of groups) {
@@ -256,15 +261,11 @@ export async function openPostgresStore (url: string): Promise<PlantStore> {
       return rowCount === 1
     },
     async ping () {
-      try {
-        await run(async (client) => {
-          const { rows: [{ writable }] } = await client.query<{ writable: boolean }>(PING)
-          // Thrown inside, so that the read-only session is closed rather than pooled.
-          if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
-        })
-      } catch (error) {
-        throw answerFor(error as PostgresFailure)
-      }
+      await answered(async (client) => {
+        const { rows: [{ writable }] } = await client.query<{ writable: boolean }>(PING)
+        // Thrown inside, so that the read-only session is closed rather than pooled.
+        if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
+      })
     },
     async close () {
       if (!pool.ending) await pool.end()
