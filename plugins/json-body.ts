@@ -73,14 +73,13 @@ class Keys {
   }
 }
 
-/** The index of the quote that ends the string opening at `start` (or the text's length). */
+/** The index of the quote that ends the string opening at `start` (the text is valid JSON: there is one). */
 function endOfString (text: string, start: number): number {
-  for (let i = start + 1; i < text.length; i++) {
-    const code = text.charCodeAt(i)
-    if (code === QUOTE) return i
+  let i = start + 1
+  for (let code = text.charCodeAt(i); code !== QUOTE; code = text.charCodeAt(++i)) {
     if (code === BACKSLASH) i++
   }
-  return text.length
+  return i
 }
 
 const QUOTE = 0x22
@@ -103,8 +102,7 @@ function isNumberPart (code: number): boolean {
 /**
  * Walks a JSON text once for what JSON.parse does not tell: the keys repeated within one object,
  * and the numbers that need their literal (a fraction, an exponent, or more than 15 digits), with
- * their places. Whether the text is valid JSON is JSON.parse's to say: on invalid text the findings
- * are not used.
+ * their places. It reads only text JSON.parse has accepted.
  */
 function scanShape (text: string): Shape {
   const shape: Shape = { parents: [], keys: [], longNumbers: [], repeatedKey: false }
@@ -117,8 +115,7 @@ function scanShape (text: string): Shape {
     const code = text.charCodeAt(i)
     if (code === QUOTE) {
       const start = i
-      i = text.indexOf('"', start + 1)
-      if (i === -1) i = text.length
+      i = text.indexOf('"', start + 1) // valid JSON: a string always ends
       const escaped = i > nextBackslash
       if (escaped) i = endOfString(text, start)
       if (open?.expectKey) {
@@ -164,14 +161,8 @@ function scanShape (text: string): Shape {
   return shape
 }
 
-// A key with escapes ("\u0069d" is "id"); an invalid one is left to JSON.parse to refuse.
-function decodeKey (quoted: string): string {
-  try {
-    return JSON.parse(quoted) as string
-  } catch {
-    return quoted
-  }
-}
+// A key with escapes ("\u0069d" is "id"), from a text JSON.parse has read already.
+const decodeKey = (quoted: string) => JSON.parse(quoted) as string
 
 /** Puts each long number, read exactly from its literal, in the place JSON.parse's double took. */
 function readLongNumbers (value: unknown, { parents, keys, longNumbers }: Shape): unknown {
