@@ -15,7 +15,7 @@ import { BASELINE_ENTRIES, cpuMicros, hasTaskset, startServer, stop } from './ta
 
 const ENTRIES: Record<string, string> = {
   // The unbundled entry, so that the profile names each package and file.
-  service: fileURLToPath(new URL('../src/server.js', import.meta.url)),
+  service: fileURLToPath(new URL('../service/server.js', import.meta.url)),
   ...BASELINE_ENTRIES
 }
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))

@@ -65,6 +65,11 @@ export class UnexpectedResponseError extends Error {
   }
 }
 
+/** No complete answer came within the client's `timeout`: neither its headers nor all of its body. */
+export class ResponseTimeoutError extends Error {
+  override name = 'ResponseTimeoutError'
+}
+
 const isErrorBody = (value: unknown): value is { error: bigint, message: string } =>
   typeof value === 'object' && value !== null &&
   typeof (value as { error?: unknown }).error === 'bigint' &&

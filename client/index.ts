@@ -3,13 +3,13 @@
 import type { Static } from 'typebox'
 import type { ErrorBody } from '../schemas/error.js'
 import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../schemas/plant.js'
-import { isAcceptableToken } from '../schemas/protocol.js'
-import { PlantNotFoundError, refusal, UnexpectedResponseError, type Operation } from './errors.js'
+import { INT64_MAX, INT64_MIN, isAcceptableToken } from '../schemas/protocol.js'
+import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseError, type Operation } from './errors.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings, type Sent } from './retry.js'
 
 export {
-  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, RateLimitedError, RouteNotFoundError,
+  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, RateLimitedError, ResponseTimeoutError, RouteNotFoundError,
   ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
 } from './errors.js'
 export { parseExactJson, stringifyExactJson } from './exact-json.js'
@@ -33,7 +33,39 @@ export interface PlantStoreClientOptions {
   fetch?: typeof fetch
   /** Retries of 429 and 503 answers and of network failures; `false` turns them off. */
   retry?: RetryOptions | false
+  /**
+   * The longest wait for one attempt's whole answer, headers and body, in ms (default 30000; 0:
+   * none). An attempt past it fails like a network failure (retried); the call then rejects with a
+   * ResponseTimeoutError.
+   */
+  timeout?: number
+  /** The largest answer body read, in bytes (default 8 MiB; a list page is at most 1 MiB): larger is an UnexpectedResponseError. */
+  maxResponseBytes?: number
 }
+
+export const DEFAULT_TIMEOUT = 30_000
+export const DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+
+/** A setting of at least `minimum` ms or bytes, its default when not given; a RangeError names it otherwise. */
+function checkedAmount (name: string, value: number | undefined, fallback: number, minimum: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < minimum) throw new RangeError(`${name} must be an integer of at least ${minimum}, not ${value}`)
+  return value
+}
+
+/**
+ * An id given from plain JavaScript as well as TypeScript: an int64 bigint, or a number that is
+ * a safe integer (a larger one was rounded before it got here). A TypeError names anything else.
+ */
+function checkedId (id: unknown, name = 'id'): bigint {
+  if (typeof id === 'number' && Number.isSafeInteger(id)) return BigInt(id)
+  if (typeof id === 'bigint' && id >= INT64_MIN && id <= INT64_MAX) return id
+  const shown = typeof id === 'string' ? `a string of ${id.length} characters` : typeof id === 'bigint' ? 'a bigint outside int64' : String(id)
+  throw new TypeError(`${name} must be an int64 bigint or a safe integer number, not ${shown}`)
+}
+
+/** The path of one plant: the id checked, written in decimal digits, and encoded all the same. */
+const plantPath = (id: unknown) => `/plants/${encodeURIComponent(String(checkedId(id)))}`
 
 export interface CallOptions {
   /** Aborts the call, also while it waits to retry: it rejects with the signal's reason. */
@@ -44,6 +76,8 @@ export interface CallOptions {
 interface Call extends Sent {
   operation: Operation
   url: string
+  /** Aborted when the last attempt's time is up: its body is read within it too. */
+  deadline?: AbortSignal
 }
 
 /** The base URL checked, without a trailing slash; a TypeError names what is wrong with it. */
@@ -86,6 +120,8 @@ export class PlantStoreClient {
   readonly #authorization: string
   readonly #fetch: typeof fetch
   readonly #retry: RetrySettings
+  readonly #timeout: number
+  readonly #maxResponseBytes: number
 
   constructor (options: PlantStoreClientOptions) {
     // Checked now, so that a mistake fails here rather than on every call (as a network failure, retried).
@@ -97,6 +133,8 @@ export class PlantStoreClient {
     this.#authorization = `Bearer ${options.token}`
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init))
     this.#retry = retrySettings(options.retry)
+    this.#timeout = checkedAmount('timeout', options.timeout, DEFAULT_TIMEOUT, 0)
+    this.#maxResponseBytes = checkedAmount('maxResponseBytes', options.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, 1)
   }
 
   /**
@@ -106,7 +144,7 @@ export class PlantStoreClient {
    * this resolves; otherwise the 409 is thrown.
    */
   async create (plant: NewPlant, { signal }: CallOptions = {}): Promise<Plant> {
-    const sent = await this.#send('POST /plants', '/plants', signal, stringifyExactJson(plant))
+    const sent = await this.#send('POST /plants', '/plants', signal, stringifyExactJson({ ...plant, id: checkedId(plant?.id, 'plant.id') }))
     if (sent.response.status === 409 && sent.uncertain) {
       const stored = await this.get(plant.id, { signal }).catch((error: unknown) => {
         if (error instanceof PlantNotFoundError) return undefined // deleted since: the 409 stands
@@ -123,7 +161,7 @@ export class PlantStoreClient {
 
   /** The plant with this id, without its id; PlantNotFoundError (404) when there is none. */
   async get (id: bigint, { signal }: CallOptions = {}): Promise<Plant> {
-    const sent = await this.#send('GET /plants/{id}', `/plants/${id}`, signal)
+    const sent = await this.#send('GET /plants/{id}', plantPath(id), signal)
     return this.#read(sent, isPlant, 'a Plant')
   }
 
@@ -131,7 +169,7 @@ export class PlantStoreClient {
   async list ({ limit, after, signal }: ListQuery & CallOptions = {}): Promise<ListedPlant[]> {
     const query = new URLSearchParams()
     if (limit !== undefined) query.set('limit', String(limit))
-    if (after !== undefined) query.set('after', String(after))
+    if (after !== undefined) query.set('after', String(checkedId(after, 'after')))
     const search = query.toString()
     const sent = await this.#send('GET /plants', search === '' ? '/plants' : `/plants?${search}`, signal)
     return this.#read(sent, (value): value is ListedPlant[] =>
@@ -163,7 +201,7 @@ export class PlantStoreClient {
    * that attempt deleted it, or someone else did: the plant is gone, as asked, and this resolves.
    */
   async delete (id: bigint, { signal }: CallOptions = {}): Promise<void> {
-    const sent = await this.#send('DELETE /plants/{id}', `/plants/${id}`, signal)
+    const sent = await this.#send('DELETE /plants/{id}', plantPath(id), signal)
     try {
       await this.#read(sent, (value): value is void => value === undefined, 'no body')
     } catch (error) {
@@ -176,13 +214,72 @@ export class PlantStoreClient {
     if (body !== undefined) headers['content-type'] = 'application/json'
     const method = operation.split(' ')[0]
     const url = this.#baseUrl + path
-    const sent = await sendWithRetries(() => this.#fetch(url, { method, headers, body, signal }), this.#retry, signal)
-    return { ...sent, operation, url }
+    let deadline: AbortSignal | undefined
+    const attempt = async () => {
+      deadline = this.#timeout === 0 ? undefined : AbortSignal.timeout(this.#timeout)
+      const signals = [signal, deadline].filter((each) => each !== undefined)
+      // Never followed: a redirect could answer with a plant it never created, or send the body elsewhere.
+      const init: RequestInit = { method, headers, body, redirect: 'manual', signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }
+      try {
+        return await this.#fetch(url, init)
+      } catch (error) {
+        // An abort of `signal` is the caller's own: sendWithRetries rejects with its reason instead.
+        throw deadline?.aborted === true ? this.#timedOut(operation) : error
+      }
+    }
+    const sent = await sendWithRetries(attempt, this.#retry, signal)
+    const { response } = sent
+    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
+      await response.body?.cancel()
+      const location = response.headers.get('location')
+      throw new UnexpectedResponseError(response.status, `The answer to ${operation} is a redirect (${response.status}` +
+        `${location === null ? '' : ` to ${location}`}), which the client does not follow: check baseUrl`)
+    }
+    return { ...sent, operation, url, deadline }
+  }
+
+  #timedOut (operation: Operation): ResponseTimeoutError {
+    return new ResponseTimeoutError(`No complete answer to ${operation} within ${this.#timeout} ms (the client's timeout)`)
+  }
+
+  /** The answer's body as text, at most maxResponseBytes of it, within the attempt's deadline. */
+  async #text ({ response, operation, deadline }: Call): Promise<string> {
+    const tooLarge = () => new UnexpectedResponseError(response.status,
+      `The answer to ${operation} is larger than ${this.#maxResponseBytes} bytes (the client's maxResponseBytes)`)
+    const length = Number(response.headers.get('content-length') ?? 0)
+    if (length > this.#maxResponseBytes) {
+      await response.body?.cancel()
+      throw tooLarge()
+    }
+    if (response.body === null) return ''
+    const reader = response.body.getReader()
+    const chunks: Uint8Array[] = []
+    let size = 0
+    try {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+        size += chunk.value.byteLength
+        if (size > this.#maxResponseBytes) {
+          await reader.cancel()
+          throw tooLarge()
+        }
+        chunks.push(chunk.value)
+      }
+    } catch (error) {
+      throw deadline?.aborted === true && !(error instanceof UnexpectedResponseError) ? this.#timedOut(operation) : error
+    }
+    const bytes = new Uint8Array(size)
+    let offset = 0
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset)
+      offset += chunk.byteLength
+    }
+    return new TextDecoder().decode(bytes)
   }
 
   /** The body of a success, parsed exactly and checked; a refusal thrown as its typed error. */
-  async #read<T> ({ response, operation, url }: Call, isExpected: (value: unknown) => value is T, expected: string): Promise<T> {
-    const text = await response.text()
+  async #read<T> (call: Call, isExpected: (value: unknown) => value is T, expected: string): Promise<T> {
+    const { response, operation, url } = call
+    const text = await this.#text(call)
     let value: unknown
     try {
       value = text === '' ? undefined : parseExactJson(text)

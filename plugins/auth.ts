@@ -1,12 +1,24 @@
 import { hash, timingSafeEqual } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { UnauthorizedError } from './http-errors.js'
+import { AuthThrottledError, UnauthenticatedError, UnauthorizedError } from './http-errors.js'
+import type { WindowLimit } from './limit-options.js'
+import { addressKey, secondsLeft, WindowCounter } from './window-counter.js'
+
+/** What a host's `authenticate` returns: who the request is from (the rate limit's key), or a refusal. */
+export type Identity = string | false | null | undefined
+
+/** The host's own authentication, handed the request before every plant route. */
+export type Authenticate = (request: FastifyRequest, reply: FastifyReply) => Identity | Promise<Identity>
 
 export interface AuthOptions {
-  /** The accepted bearer tokens. */
-  tokens: readonly string[]
+  /** The accepted bearer tokens (the plugin's own authentication). */
+  tokens?: readonly string[] | undefined
+  /** The host's authentication instead, when given. */
+  authenticate?: Authenticate | undefined
+  /** Failed authentications allowed per client address in a window, or false for no limit. */
+  failureLimit: WindowLimit | false
 }
 
 export const CHALLENGE = 'Bearer realm="plant-store"'
@@ -72,14 +84,73 @@ function refusal (reply: FastifyReply, tokenRejected: boolean) {
   return new UnauthorizedError()
 }
 
+// Who the host's `authenticate` said each request is from.
+const hostIdentities = new WeakMap<FastifyRequest, string>()
+
+/** The key a request is counted under: what the host's auth identified, else a digest of its token. */
+export function identityOf (request: FastifyRequest): string {
+  const identity = hostIdentities.get(request)
+  if (identity !== undefined) return identity
+  // After the scheme name, whatever its case; a digest, never the token itself.
+  const authorization = request.headers.authorization!
+  return tokenDigest(authorization.slice(authorization.indexOf(' ') + 1).trim()).toString('base64')
+}
+
 /**
- * RFC 6750 bearer authentication for the routes of the registering scope. Every refusal is a 401
- * in the Error shape with a WWW-Authenticate challenge, logged at debug by the error handler.
+ * Failed authentications counted per client address (an IPv6 /64): past the limit, every plant
+ * request from that address is 429 until the window ends, whatever its credentials, so that a
+ * guess that happens to be right cannot be told from a wrong one.
  */
-export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
+function failureThrottle (limit: WindowLimit | false) {
+  const counter = new WindowCounter(limit === false ? 1 : limit.timeWindow)
+  const max = limit === false ? Infinity : limit.max
+  return {
+    /** The 429 for a blocked address, else undefined. */
+    check (request: FastifyRequest, reply: FastifyReply) {
+      const window = counter.peek(addressKey(request.ip))
+      if (window === undefined || window.count < max) return undefined
+      reply.header('retry-after', secondsLeft(window))
+      return new AuthThrottledError()
+    },
+    fail (request: FastifyRequest) {
+      if (max !== Infinity) counter.hit(addressKey(request.ip))
+    }
+  }
+}
+
+type Throttle = ReturnType<typeof failureThrottle>
+
+/** The host decides who a request is from; the plugin refuses it with 401 when that is no one. */
+function hostAuthentication (fastify: FastifyInstance, authenticate: Authenticate, throttle: Throttle) {
+  fastify.addHook('onRequest', async (request, reply) => {
+    const throttled = throttle.check(request, reply)
+    if (throttled) throw throttled
+    // Whatever it throws is the host's own error, for the host's error handler.
+    const identity = await authenticate(request, reply)
+    if (reply.sent) return reply
+    if (typeof identity === 'string' && identity !== '') {
+      hostIdentities.set(request, identity)
+      return
+    }
+    if (identity !== false && identity !== null && identity !== undefined) {
+      throw new TypeError(`plant-store: option authenticate returned ${typeof identity}: it must return a non-empty string naming who the request is from, or false`)
+    }
+    throttle.fail(request)
+    throw new UnauthenticatedError()
+  })
+}
+
+/**
+ * RFC 6750 bearer authentication for the routes of the registering scope, or the host's own
+ * (`authenticate`). Every refusal is a 401 in the Error shape (with a WWW-Authenticate challenge
+ * for a token), logged at debug by the error handler; failures are limited per client address.
+ */
+export default fp<AuthOptions>(async function auth (fastify, { tokens, authenticate, failureLimit }) {
+  const throttle = failureThrottle(failureLimit)
+  if (authenticate !== undefined) return hostAuthentication(fastify, authenticate, throttle)
   await fastify.register(bearerAuth, {
     keys: [],
-    auth: tokenChecker(tokens),
+    auth: tokenChecker(tokens!),
     addHook: false,
     // The scheme name is case-insensitive in HTTP.
     specCompliance: 'rfc6749',
@@ -87,7 +158,13 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens }) {
   })
   const verify = fastify.verifyBearerAuth!
   fastify.addHook('onRequest', (request, reply, done) => {
-    const refuse = (tokenRejected: boolean) => done(refusal(reply, tokenRejected))
+    const throttled = throttle.check(request, reply)
+    if (throttled) return done(throttled)
+    const refuse = (tokenRejected: boolean) => {
+      // A request that sent no credential at all guessed nothing: it is not counted.
+      if (request.headers.authorization !== undefined || (request.query as Record<string, unknown>).access_token !== undefined) throttle.fail(request)
+      done(refusal(reply, tokenRejected))
+    }
     // No header at all, the commonest refusal, is answered before bearer-auth, whose own error for
     // it captures a stack trace that costs more than the rest of the refusal.
     if (request.headers.authorization === undefined || sentMoreThanOnce(request)) return refuse(false)

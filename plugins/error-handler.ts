@@ -3,13 +3,11 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
+import { UnsupportedMediaTypeError } from './http-errors.js'
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
 export const ROUTE_NOT_FOUND = 'Route not found'
 export const MALFORMED_URL = 'The URL path is not valid: it holds a malformed percent-encoding'
-
-/** A request's path without its query string, which may carry a secret (e.g. ?access_token=). */
-export const pathOf = (url: string) => url.split('?', 1)[0]
 
 const isErrorStatus = (status: unknown): status is number => typeof status === 'number' && status >= 400 && status <= 599
 
@@ -32,6 +30,7 @@ export function sendError (reply: FastifyReply, status: number, message: string)
 export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   // @fastify/static refuses a path that leaves its folder (403): for a client, there is no such route.
   if (error.code === 'FST_STATIC_FORBIDDEN_PATH') return handleNotFound(request, reply)
+  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') error = new UnsupportedMediaTypeError()
   const status = statusOf(error, reply)
   if (status < 500) {
     // At debug: a flood of bad or anonymous requests must not become a flood of log lines
@@ -84,13 +83,40 @@ export function handleNotFound (_request: FastifyRequest, reply: FastifyReply) {
   return sendError(reply, 404, ROUTE_NOT_FOUND)
 }
 
+/**
+ * Whether the plugin raised an error: its own (PLANT_STORE_*), and Fastify's while running its
+ * routes (FST_ERR_*: a body too large, a content type refused, validation). Anything else was
+ * thrown by the host's own hooks or authentication (a maintenance 503, a global limiter's 429).
+ */
+export function raisedByPlugin (error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code.startsWith('PLANT_STORE_') || code.startsWith('FST_ERR_'))
+}
+
+/** Answers the plugin's own errors; hands the rest on to the host's error handler. */
+export function handlePluginError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  if (!raisedByPlugin(error)) {
+    // The host's handler answers in the host's shape: not through the plant routes' response
+    // schemas (the plugin's Error shape), which would fail to serialize it.
+    reply.serializer(JSON.stringify)
+    // Thrown from an error handler, an error goes on to the parent scope's handler.
+    throw error
+  }
+  return handleError(error, request, reply)
+}
+
 export interface ErrorHandlerOptions {
-  /** Also answer unknown routes; Fastify allows one not-found handler per prefix. */
-  notFound: boolean
+  /** Also answer unknown routes (the service's root scope). */
+  notFound?: boolean
+  /** Hand the errors the plugin did not raise on to the host's error handler. */
+  hostErrors?: boolean
 }
 
 /** Sets the Error-shaped error handler (and not-found handler) on the scope that registers it. */
-export default fp<ErrorHandlerOptions>(async function errorHandler (fastify, { notFound }) {
-  fastify.setErrorHandler(handleError)
+export default fp<ErrorHandlerOptions>(async function errorHandler (fastify, { notFound = false, hostErrors = false }) {
+  // A host that set no error handler (before registering the plugin) has Fastify's default, which
+  // would answer through the plant routes' response schemas and fail: the plugin answers then.
+  const hostHasOne = fastify.errorHandler.name !== 'defaultErrorHandler'
+  fastify.setErrorHandler(hostErrors && hostHasOne ? handlePluginError : handleError)
   if (notFound) fastify.setNotFoundHandler(handleNotFound)
 }, { name: 'plant-store-error-handler' })

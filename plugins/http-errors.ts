@@ -5,6 +5,12 @@ import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 // would cost more than the rest of the refusal. Server-side errors (5xx) keep theirs, for the log.
 const refusal = (code: string, message: string, status: number) => createError(code, message, status, Error, false)
 
+/**
+ * How deep a request body may nest arrays and objects. A plant is one level; deeper bodies only
+ * cost parsing work (1 MiB of `[` took ~350 ms of event loop), so they are refused before it.
+ */
+export const MAX_JSON_DEPTH = 64
+
 // The service's own failures, each with its status; their messages are written for clients.
 export const ValidationError = refusal('FST_ERR_VALIDATION', '%s', 400)
 export const InvalidJsonError = refusal('PLANT_STORE_INVALID_JSON', 'Body is not valid JSON', 400)
@@ -12,12 +18,21 @@ export const InvalidUtf8Error = refusal('PLANT_STORE_INVALID_UTF8', 'Body is not
 export const ForbiddenKeyError = refusal(
   'PLANT_STORE_FORBIDDEN_KEY', 'Body contains a forbidden __proto__ or constructor.prototype key', 400)
 export const EmptyBodyError = refusal('PLANT_STORE_EMPTY_BODY', 'Body must not be empty', 400)
+export const TooDeepError = refusal(
+  'PLANT_STORE_TOO_DEEP', `Body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, 400)
 export const RepeatedKeyError = refusal('PLANT_STORE_REPEATED_KEY', 'Body repeats a key within one object', 400)
 export const UnsupportedCharsetError = refusal(
   'PLANT_STORE_UNSUPPORTED_CHARSET', 'Body must be UTF-8: no other charset is supported', 415)
 export const EncodedBodyError = refusal(
   'PLANT_STORE_ENCODED_BODY', 'Content-Encoding is not supported: send the body as it is', 415)
 export const UnauthorizedError = refusal('PLANT_STORE_UNAUTHORIZED', 'A valid bearer token is required', 401)
+// The host's `authenticate` said no: its credentials may be anything (a JWT, a session cookie).
+export const UnauthenticatedError = refusal('PLANT_STORE_UNAUTHENTICATED', 'Authentication is required', 401)
+export const AuthThrottledError = refusal(
+  'PLANT_STORE_AUTH_THROTTLED', 'Too many failed authentication attempts from this address, try again later', 429)
+// Fastify's own message for it differs between its versions (5.0.0 adds the type sent).
+export const UnsupportedMediaTypeError = refusal(
+  'PLANT_STORE_UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json', 415)
 export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', PLANT_NOT_FOUND_MESSAGE, 404)
 export const PlantExistsError = refusal('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
 export const RateLimitedError = refusal('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)

@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import secureJson from 'secure-json-parse'
 import {
-  EmptyBodyError, EncodedBodyError, ForbiddenKeyError, InvalidJsonError, InvalidUtf8Error, RepeatedKeyError, UnsupportedCharsetError
+  EmptyBodyError, EncodedBodyError, ForbiddenKeyError, InvalidJsonError, InvalidUtf8Error, MAX_JSON_DEPTH, RepeatedKeyError,
+  TooDeepError, UnsupportedCharsetError
 } from './http-errors.js'
 
 // Fastify's own protection against prototype poisoning.
@@ -161,6 +162,33 @@ function scanShape (text: string): Shape {
   return shape
 }
 
+/** The index of the quote that ends the string opening at `start` in any text, or the text's length. */
+function endOfAnyString (text: string, start: number): number {
+  for (let i = text.indexOf('"', start + 1); i !== -1; i = text.indexOf('"', i + 1)) {
+    // A quote ends the string unless an odd number of backslashes comes before it.
+    let backslashes = 0
+    while (text.charCodeAt(i - 1 - backslashes) === BACKSLASH) backslashes++
+    if (backslashes % 2 === 0) return i
+  }
+  return text.length
+}
+
+/**
+ * Whether a text, valid JSON or not, opens more than `max` arrays and objects within one another.
+ * It stops at the first level too many, so a deep body costs no more than its first brackets.
+ */
+export function nestsDeeperThan (text: string, max: number): boolean {
+  let depth = 0
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code === QUOTE) i = endOfAnyString(text, i)
+    else if (code === OPEN_OBJECT || code === OPEN_ARRAY) {
+      if (++depth > max) return true
+    } else if (code === CLOSE_OBJECT || code === CLOSE_ARRAY) depth--
+  }
+  return false
+}
+
 // A key with escapes ("\u0069d" is "id"), from a text JSON.parse has read already.
 const decodeKey = (quoted: string) => JSON.parse(quoted) as string
 
@@ -204,7 +232,7 @@ export function parsePlantBody (text: string): object | undefined {
 
 /**
  * Parses a JSON body with JSON.parse, keeping every integer exact (ids of 64 bits included) and
- * refusing a key repeated within one object, whichever numbers the body holds. The usual plant
+ * refusing a key repeated within one object or nesting deeper than MAX_JSON_DEPTH, whichever numbers the body holds. The usual plant
  * body skips all that: it holds none of what they guard against.
  */
 export function parseJsonBody (body: Buffer): unknown {
@@ -216,6 +244,8 @@ export function parseJsonBody (body: Buffer): unknown {
 
 /** Any JSON text, read as parseJsonBody says. */
 export function parseAnyJson (text: string): unknown {
+  // Before JSON.parse: its work, and the scan's below, grow with the depth.
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw new TooDeepError()
   let value: unknown
   try {
     value = JSON.parse(text)

@@ -11,13 +11,31 @@ export const LoadSheddingOptionsSchema = Type.Object({
   maxEventLoopUtilization: threshold('event-loop utilization, 0 to 1, above which requests are refused (0: off)', 1),
   maxHeapUsedBytes: threshold('heap use in bytes above which requests are refused (0: off)'),
   retryAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'seconds a refused client is told to wait (Retry-After)' }))
-}, { description: 'load shedding thresholds: { maxEventLoopDelay?, maxEventLoopUtilization?, maxHeapUsedBytes?, retryAfter? }' })
+}, { additionalProperties: false, description: 'load shedding thresholds: { maxEventLoopDelay?, maxEventLoopUtilization?, maxHeapUsedBytes?, retryAfter? }' })
 
 export type LoadSheddingOptions = Static<typeof LoadSheddingOptionsSchema>
 
+const timeWindow = Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS, description: `the window in ms, a positive integer, at most ${MAX_TIMER_MS}` })
+
 export const RateLimitOptionsSchema = Type.Object({
-  max: Type.Integer({ minimum: 1, description: 'requests allowed per token in each window, a positive integer' }),
-  timeWindow: Type.Integer({ minimum: 1, maximum: MAX_TIMER_MS, description: `the window in ms, a positive integer, at most ${MAX_TIMER_MS}` })
-}, { description: 'a per-token limit: { max, timeWindow }' })
+  max: Type.Integer({ minimum: 1, description: 'requests allowed per token (or identity) in each window, a positive integer' }),
+  timeWindow
+}, { additionalProperties: false, description: 'a per-token limit: { max, timeWindow }' })
 
 export type RateLimitOptions = Static<typeof RateLimitOptionsSchema>
+
+/** How many failed authentications a client address may make in a window. */
+export const DEFAULT_AUTH_FAILURE_LIMIT = { max: 10, timeWindow: 60_000 }
+
+export const AuthFailureLimitSchema = Type.Union([
+  Type.Literal(false),
+  Type.Object({
+    max: Type.Integer({ minimum: 1, description: 'failed authentications allowed per client address in each window, a positive integer' }),
+    timeWindow
+  }, { additionalProperties: false })
+], {
+  description: `false, or { max, timeWindow }: failed authentications allowed per client address (default ${DEFAULT_AUTH_FAILURE_LIMIT.max} per ${DEFAULT_AUTH_FAILURE_LIMIT.timeWindow} ms)`
+})
+
+/** A number of events allowed in each window of `timeWindow` ms. */
+export interface WindowLimit { max: number, timeWindow: number }

@@ -1,23 +1,27 @@
-import rateLimit from '@fastify/rate-limit'
-import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { tokenDigest } from './auth.js'
+import { identityOf } from './auth.js'
 import { RateLimitedError } from './http-errors.js'
 import type { RateLimitOptions } from './limit-options.js'
+import { secondsLeft, WindowCounter } from './window-counter.js'
 
-// Registered after auth, so only valid tokens are counted; keyed by a digest of the token (after
-// the scheme name, whatever its case), never the token itself.
-const tokenKey = (request: FastifyRequest) => {
-  const authorization = request.headers.authorization!
-  return tokenDigest(authorization.slice(authorization.indexOf(' ') + 1).trim()).toString('base64')
-}
-
-/** Limits the requests of each token on the routes of the registering scope: 429 beyond the limit. */
-export default fp<RateLimitOptions>(async function perTokenRateLimit (fastify, { max, timeWindow }) {
-  await fastify.register(rateLimit, {
-    max,
-    timeWindow,
-    keyGenerator: tokenKey,
-    errorResponseBuilder: () => new RateLimitedError()
+/**
+ * Limits the requests of each identity (a digest of its token, or what the host's `authenticate`
+ * returned) on the routes of the registering scope: 429 with Retry-After beyond the limit.
+ * Registered after auth, so only authenticated requests are counted. Its own counter rather than
+ * @fastify/rate-limit: that plugin reads every route's `config.rateLimit` in each instance, so a
+ * host's global instance and this one could not be told apart (nor their headers kept apart).
+ */
+export default fp<RateLimitOptions>(async function perIdentityRateLimit (fastify, { max, timeWindow }) {
+  const counter = new WindowCounter(timeWindow)
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const now = Date.now()
+    const window = counter.hit(identityOf(request), now)
+    const reset = secondsLeft(window, now)
+    reply.header('x-ratelimit-limit', max)
+    reply.header('x-ratelimit-remaining', Math.max(0, max - window.count))
+    reply.header('x-ratelimit-reset', reset)
+    if (window.count <= max) return done()
+    reply.header('retry-after', reset)
+    done(new RateLimitedError())
   })
 }, { name: 'plant-store-rate-limit' })

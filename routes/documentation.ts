@@ -3,7 +3,8 @@ import type { TSchema } from 'typebox'
 import { CHALLENGE } from '../plugins/auth.js'
 import { INTERNAL_ERROR_MESSAGE } from '../plugins/error-handler.js'
 import {
-  PlantExistsError, PlantNotFoundError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError, UnauthorizedError
+  AuthThrottledError, PlantExistsError, PlantNotFoundError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError,
+  UnauthenticatedError, UnauthorizedError, UnsupportedMediaTypeError
 } from '../plugins/http-errors.js'
 import { ErrorSchema, ref } from '../schemas/index.js'
 import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
@@ -14,7 +15,7 @@ import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 const count = (description: string) =>
   ({ type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description })
 
-/** The headers @fastify/rate-limit adds to every answer to a request it counts (with RATE_LIMIT_MAX set). */
+/** The headers the rate limit adds to every answer to a request it counts (with RATE_LIMIT_MAX set). */
 export const rateLimitHeaders = {
   'X-RateLimit-Limit': count('Requests this token may make per window (sent when a rate limit is configured)'),
   'X-RateLimit-Remaining': count('Requests this token has left in the window (sent when a rate limit is configured)'),
@@ -53,6 +54,9 @@ export const badRequest = (messages: Record<string, string>) =>
 export const unauthorized = failure(401, 'No valid bearer token (the answer carries a WWW-Authenticate challenge)', {
   'No token, or not an accepted one': messageOf(UnauthorizedError)
 }, challenge)
+export const hostUnauthorized = failure(401, 'The host\'s authentication did not identify the request', {
+  'Not authenticated': messageOf(UnauthenticatedError)
+})
 export const notFound = failure(404, PLANT_NOT_FOUND_MESSAGE, {
   [PLANT_NOT_FOUND_MESSAGE]: messageOf(PlantNotFoundError)
 }, rateLimitHeaders)
@@ -63,10 +67,12 @@ export const tooLarge = (bodyLimit: number) => failure(413, `The body is larger 
   'The body is too large': messageOf(errorCodes.FST_ERR_CTP_BODY_TOO_LARGE)
 }, rateLimitHeaders)
 export const unsupportedMediaType = failure(415, 'The body is not application/json', {
-  'Not JSON': messageOf(errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE)
+  'Not JSON': messageOf(UnsupportedMediaTypeError)
 }, rateLimitHeaders)
-export const tooManyRequests = failure(429, 'Too many requests for this token in the window (when a rate limit is configured)', {
-  'Over the limit': messageOf(RateLimitedError)
+export const tooManyRequests = failure(429, 'Too many requests for this token in the window (when a rate limit is ' +
+  'configured), or too many failed authentications from this address', {
+  'Over the limit': messageOf(RateLimitedError),
+  'Too many failed authentications': messageOf(AuthThrottledError)
 }, { ...rateLimitHeaders, ...retryAfter('when the window starts again') })
 export const internalError = failure(500, 'An unexpected failure: logged with the request id, its cause never sent', {
   'A fault of the service': INTERNAL_ERROR_MESSAGE

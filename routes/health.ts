@@ -1,15 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { storeOf } from '../plugins/store/index.js'
-import { HEALTH_TAG, HealthStatusSchema, type HealthStatus } from '../schemas/index.js'
+import { storeOf } from '../stores/index.js'
+import { HealthStatusSchema, type HealthStatus } from '../schemas/index.js'
 import { internalError, notReady, operationId, success } from './documentation.js'
 
 const OK: HealthStatus = { status: 'ok' }
-const tags = [HEALTH_TAG]
 
-const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+export interface HealthRoutesOptions {
+  /** Their OpenAPI tag. */
+  tag: string
+  /** Route config for the host's plugins, over the default. */
+  config?: Record<string, unknown> | undefined
+}
+
+// A host's global @fastify/rate-limit skips a route whose config says so: probes are never limited.
+const DEFAULT_CONFIG = { rateLimit: false }
+
+const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (fastify, { tag, config: given }) => {
   const store = storeOf(fastify)
+  const tags = [tag]
+  const config = { ...DEFAULT_CONFIG, ...given }
   fastify.get('/healthz', {
+    config,
     schema: {
       summary: 'Liveness: the process runs',
       description: 'Answers 200 while the process runs, whatever the state of the store: restart the service ' +
@@ -22,6 +34,7 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   }, async () => OK)
 
   fastify.get('/readyz', {
+    config,
     schema: {
       summary: 'Readiness: the store answers',
       description: 'Answers 200 when the store answers and 503 when it does not: send plant requests to this ' +
@@ -39,7 +52,8 @@ const healthRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       await store.ping()
     } catch (cause) {
-      throw new StoreUnavailableError({ cause })
+      // The guarded store's 503 as it is: wrapped again, the log line would say it twice.
+      throw (cause as { statusCode?: unknown }).statusCode === 503 ? cause : new StoreUnavailableError({ cause })
     }
     return OK
   })

@@ -1,14 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { onRequestHookHandler } from 'fastify'
 import { InvalidJsonError, PlantNotFoundError } from '../plugins/http-errors.js'
-import { storeOf } from '../plugins/store/index.js'
+import { storeOf } from '../stores/index.js'
 import { INT64_MESSAGE, integerMessage, validationMessage } from '../plugins/validation.js'
 import {
-  DEFAULT_PAGE_SIZE, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PLANTS_TAG, PlantIdSchema, PlantListQuerySchema, STORABLE_TEXT_RULE,
+  DEFAULT_PAGE_SIZE, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PlantIdSchema, PlantListQuerySchema, STORABLE_TEXT_RULE,
   plantSchemas, ref
 } from '../schemas/index.js'
 import {
-  badRequest, conflict, internalError, messageOf, notFound, operationId, rateLimitHeaders, success, tooLarge, tooManyRequests,
-  unauthorized, unavailable, unsupportedMediaType
+  badRequest, conflict, hostUnauthorized, internalError, messageOf, notFound, operationId, rateLimitHeaders, success, tooLarge,
+  tooManyRequests, unauthorized, unavailable, unsupportedMediaType
 } from './documentation.js'
 import { fitPage } from './page.js'
 
@@ -17,21 +18,36 @@ export interface PlantRoutesOptions {
   bodyLimit: number
   /** The longest name or tag accepted, in characters. */
   maxTextLength: number
+  /** Their OpenAPI tag. */
+  tag: string
+  /** The security scheme they name; none: the document's own security applies (the host's auth). */
+  securityScheme?: string | undefined
+  /** Whether the host's `authenticate` guards them rather than the plugin's tokens. */
+  hostAuth: boolean
+  /** Route config for the host's plugins. */
+  config: Record<string, unknown>
 }
-
-const security = [{ bearerAuth: [] }]
-const tags = [PLANTS_TAG]
 const badId = (part: string) => ({ 'An id that is not an int64': validationMessage(part, '/id', INT64_MESSAGE) })
 
-const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastify, { bodyLimit, maxTextLength }) => {
+/** `/plants/` matches `/plants/:id` with an empty id: it names no plant, and no route either. */
+const emptyIdIsNotFound: onRequestHookHandler = (request, reply, done) => {
+  if ((request.params as { id: string }).id === '') reply.callNotFound()
+  else done()
+}
+
+const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastify, options) => {
+  const { bodyLimit, maxTextLength, tag, securityScheme, hostAuth, config } = options
   const store = storeOf(fastify)
+  const tags = [tag]
+  const security = securityScheme === undefined ? undefined : [{ [securityScheme]: [] }]
   // The schemas with this instance's text limit (strictValidation added them to the scope).
   const { Plant: PlantSchema, NewPlant: NewPlantSchema, PlantList: PlantListSchema } = plantSchemas(maxTextLength)
   const id = (name: string) => operationId(fastify.prefix, name)
   // Every plant route answers these, besides its own.
-  const common = { 401: unauthorized, 429: tooManyRequests, 500: internalError, 503: unavailable }
+  const common = { 401: hostAuth ? hostUnauthorized : unauthorized, 429: tooManyRequests, 500: internalError, 503: unavailable }
 
   fastify.post('/plants', {
+    config,
     bodyLimit,
     schema: {
       summary: 'Create a plant',
@@ -39,7 +55,7 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
         'an id that exists already is a 409 and leaves the stored plant unchanged.',
       operationId: id('createPlant'),
       tags,
-      security,
+      ...(security && { security }),
       body: ref(NewPlantSchema),
       response: {
         // The serializer writes only Plant's fields: the id never appears in the reply.
@@ -59,12 +75,14 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
   }, async (request) => store.create(request.body))
 
   fastify.get('/plants/:id', {
+    onRequest: emptyIdIsNotFound,
+    config,
     schema: {
       summary: 'Read a plant',
       description: 'The plant with this id, without its id (as POST /plants answers).',
       operationId: id('getPlant'),
       tags,
-      security,
+      ...(security && { security }),
       params: PlantIdSchema,
       response: {
         200: success(PlantSchema, 'The plant, without its id', rateLimitHeaders),
@@ -80,6 +98,7 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
   })
 
   fastify.get('/plants', {
+    config,
     schema: {
       summary: 'List plants',
       description: 'Plants in ascending id order, a page at a time: pass the last id of a page as `after` to get ' +
@@ -87,7 +106,7 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
         'least), so it may end early: a page shorter than `limit` is not the end, an empty page is.',
       operationId: id('listPlants'),
       tags,
-      security,
+      ...(security && { security }),
       querystring: PlantListQuerySchema,
       response: {
         200: success(PlantListSchema, 'A page of plants, with their ids', rateLimitHeaders),
@@ -104,12 +123,14 @@ const plantRoutes: FastifyPluginAsyncTypebox<PlantRoutesOptions> = async (fastif
   })
 
   fastify.delete('/plants/:id', {
+    onRequest: emptyIdIsNotFound,
+    config,
     schema: {
       summary: 'Delete a plant',
       description: 'Deletes a plant; its id may be used again afterwards.',
       operationId: id('deletePlant'),
       tags,
-      security,
+      ...(security && { security }),
       params: PlantIdSchema,
       response: {
         204: { type: 'null', description: 'Deleted', headers: rateLimitHeaders },

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { DEFAULT_MAX_TEXT_LENGTH, Int64, SCHEMA_ID_PREFIX, StorableText, ref } from './primitives.js'
+import { DEFAULT_MAX_TEXT_LENGTH, Int64, SCHEMA_ID_PREFIX, StorableText } from './primitives.js'
 
 /** The most plants a page holds (`limit`'s maximum). */
 export const MAX_PAGE_SIZE = 1000
@@ -24,7 +24,9 @@ export function plantSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
     ...Plant.properties
   }, { $id: `${prefix}NewPlant`, description: 'A plant to create' })
 
-  const PlantList = Type.Array(ref(NewPlant), {
+  // Its own schema, not NewPlant's: Swagger UI labels an item by its schema's title and description.
+  const ListedPlant = Type.Object(NewPlant.properties, { title: 'ListedPlant', description: 'A stored plant, with its id' })
+  const PlantList = Type.Array(ListedPlant, {
     $id: `${prefix}PlantList`,
     maxItems: MAX_PAGE_SIZE,
     description: `Plants in ascending id order: at most \`limit\` plants and ${MAX_PAGE_BYTES} bytes of JSON`

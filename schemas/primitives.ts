@@ -1,7 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox'
 
-export const INT64_MIN = -(2n ** 63n)
-export const INT64_MAX = 2n ** 63n - 1n
+export { INT64_MAX, INT64_MIN } from './protocol.js'
 
 /** The longest delay a Node timer holds, in ms (~24.8 days): a longer one fires after 1 ms instead. */
 export const MAX_TIMER_MS = 2 ** 31 - 1
@@ -22,14 +21,22 @@ export const Int64 = (description: string, example?: number) =>
 
 /**
  * Text that every store keeps exactly as sent: PostgreSQL refuses U+0000 and both SQLite and
- * PostgreSQL replace an unpaired surrogate with U+FFFD, so both are refused up front.
+ * PostgreSQL replace an unpaired surrogate with U+FFFD, so both are refused up front. A surrogate
+ * pair is spelled out, so that the pattern means the same with the regex `u` flag and without it
+ * (Postman, tv4 and other engines without it would see an emoji as two unpaired surrogates).
  */
-export const STORABLE_TEXT_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$'
+export const STORABLE_TEXT_PATTERN = '^(?:[^\\u0000\\ud800-\\udfff]|[\\ud800-\\udbff][\\udc00-\\udfff])*$'
 /** What STORABLE_TEXT_PATTERN means, in the words a client gets when a value breaks it. */
 export const STORABLE_TEXT_RULE = 'must not contain U+0000 or an unpaired surrogate code unit'
 
 /** The longest name or tag accepted by default, in characters: far above any real plant name. */
 export const DEFAULT_MAX_TEXT_LENGTH = 1000
+/**
+ * The largest request body that can be set, in bytes: a body is held as one string, and V8's
+ * strings end at about 2^29 characters. A text can be no longer than the body that carries it.
+ */
+export const MAX_BODY_LIMIT = 256 * 1024 * 1024
+export const MAX_TEXT_LENGTH_LIMIT = MAX_BODY_LIMIT
 
 export const StorableText = (description: string, example: string, maxLength: number) => Type.String({
   pattern: STORABLE_TEXT_PATTERN,

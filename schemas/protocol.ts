@@ -14,3 +14,7 @@ export const isAcceptableToken = (token: string) => ACCEPTABLE_TOKEN.test(token)
 
 /** The 404 of GET and DELETE /plants/{id}: the client tells it from a 404 for a route that does not exist. */
 export const PLANT_NOT_FOUND_MESSAGE = 'No plant has this id'
+
+/** The int64 range of plant ids. */
+export const INT64_MIN = -(2n ** 63n)
+export const INT64_MAX = 2n ** 63n - 1n

@@ -1,15 +1,16 @@
 // Bundles the compiled server entry into dist/server.mjs, the file production runs. Loading one
 // file instead of about a thousand modules (typebox alone is some 300) takes start-up to the first
 // answer from about 0.75 s to about 0.45 s on these machines. --entry and --outdir bundle another
-// entry elsewhere (the tests bundle src/server.ts).
+// entry elsewhere (the tests bundle service/server.ts).
 import { rmSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { build } from 'esbuild'
+import { DRIVERS, UNBUNDLED } from './runtime-packages.mjs'
 
 const { values: { entry, outdir } } = parseArgs({
-  options: { entry: { type: 'string', default: 'dist/src/server.js' }, outdir: { type: 'string', default: 'dist' } }
+  options: { entry: { type: 'string', default: 'dist/service/server.js' }, outdir: { type: 'string', default: 'dist' } }
 })
 
 /**
@@ -46,8 +47,9 @@ await build({
   target: 'node20',
   plugins: [swaggerUiDirname],
   // Native addons and pino's worker thread (started by file name) stay in node_modules.
-  external: ['better-sqlite3', 'pg', 'pino', 'pino-pretty', 'thread-stream'],
-  // The bundled CommonJS modules require() Node's built-ins, which an ES module lacks.
-  banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+  external: [...Object.values(DRIVERS), ...UNBUNDLED],
+  // The bundled CommonJS modules require() Node's built-ins, which an ES module lacks. Aliased: a
+  // bundled module may import createRequire under its own name.
+  banner: { js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);" },
   logLevel: 'warning'
 })

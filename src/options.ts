@@ -1,41 +1,126 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
-import { LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
-import { STORE_METHODS, STORE_URL_PATTERN, type PlantStore } from '../plugins/store/index.js'
-import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
+import type { Authenticate } from '../plugins/auth.js'
+import {
+  AuthFailureLimitSchema, LoadSheddingOptionsSchema, RateLimitOptionsSchema, type LoadSheddingOptions, type RateLimitOptions, type WindowLimit
+} from '../plugins/limit-options.js'
+import { STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../stores/index.js'
+import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS, type OpenapiNames } from '../schemas/index.js'
 import { TOKEN_PATTERN } from '../schemas/protocol.js'
+import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../webhooks/config.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
-/**
- * The plugin's options. Each description says what a valid value is: it is the message a host
- * gets at registration when that option is wrong.
- */
-export const PlantStoreOptionsSchema = Type.Object({
-  tokens: Type.Immutable(Type.Array(Type.String({ pattern: TOKEN_PATTERN }), {
-    minItems: 1, description: 'a non-empty array of accepted bearer tokens, each of visible ASCII characters'
-  })),
-  store: Type.Union([
-    Type.String({ pattern: STORE_URL_PATTERN }),
-    Type.Unsafe<PlantStore>(Type.Object(Object.fromEntries(STORE_METHODS.map((name) => [name, Type.Function([], Type.Unknown())]))))
-  ], {
-    description: `a store URL (memory:, sqlite:<path of a file>, postgres://…) or an object implementing PlantStore (${STORE_METHODS.join(', ')})`
-  }),
-  wrapStore: Type.Optional(Type.Unsafe<(store: PlantStore) => PlantStore>(Type.Function([], Type.Unknown(), {
-    description: 'a function that takes the store and returns the store the routes use'
-  }))),
-  bodyLimit: Type.Optional(Type.Integer({
-    minimum: 1, description: `the largest request body in bytes, a positive integer (default ${DEFAULT_BODY_LIMIT})`
-  })),
-  maxTextLength: Type.Optional(Type.Integer({
-    minimum: 1, description: `the longest name or tag accepted in characters, a positive integer (default ${DEFAULT_MAX_TEXT_LENGTH})`
-  })),
-  health: Type.Optional(Type.Boolean({ description: 'true or false: whether to add GET /healthz and GET /readyz (default true)' })),
-  pressure: Type.Optional(LoadSheddingOptionsSchema),
-  rateLimit: Type.Optional(RateLimitOptionsSchema)
+const functionsNamed = (names: readonly string[]) =>
+  Type.Object(Object.fromEntries(names.map((name) => [name, Type.Function([], Type.Unknown())])))
+
+// A plain SQL name, which needs no quoting to mean what it says.
+const SQL_NAME = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })
+const milliseconds = (minimum: number, description: string) => Type.Optional(Type.Integer({
+  minimum, maximum: MAX_TIMER_MS, description: `${description}, in ms, an integer from ${minimum} to ${MAX_TIMER_MS}`
+}))
+
+/** Where the PostgreSQL store keeps its plants, and the size of its own pool. */
+export const PostgresOptionsSchema = Type.Object({
+  schema: Type.Optional(Type.String({ ...SQL_NAME, description: 'the schema of the table (made when missing), a plain SQL name' })),
+  table: Type.Optional(Type.String({ ...SQL_NAME, description: 'the table\'s name (default plants), a plain SQL name' })),
+  poolSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'the most connections of the plugin\'s own pool, 1 to 1000 (default 10)' })),
+  connectionTimeout: milliseconds(1, 'how long to wait for a connection of the plugin\'s own pool (default 1000)'),
+  idleTimeout: milliseconds(0, 'how long an idle connection of the plugin\'s own pool is kept, 0 for ever (default 10000)'),
+  statementTimeout: milliseconds(1, 'the longest a statement may take before the server cancels it (default 800)')
+}, {
+  additionalProperties: false,
+  description: 'the PostgreSQL store\'s table and pool: { schema?, table?, poolSize?, connectionTimeout?, idleTimeout?, statementTimeout? }'
 })
 
-export type PlantStoreOptions = Static<typeof PlantStoreOptionsSchema>
+export type PostgresOptions = Static<typeof PostgresOptionsSchema>
+
+const fn = <T>(description: string) => Type.Unsafe<T>(Type.Function([], Type.Unknown(), { description }))
+const name = (description: string) => Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._-]+$', description }))
+
+/**
+ * The plugin's options. Each description says what a valid value is: it is the message a host
+ * gets at registration when that option is wrong. Unknown options are refused.
+ */
+export const PlantStoreOptionsSchema = Type.Object({
+  tokens: Type.Optional(Type.Immutable(Type.Array(Type.String({ pattern: TOKEN_PATTERN }), {
+    minItems: 1, description: 'a non-empty array of accepted bearer tokens, each of visible ASCII characters'
+  }))),
+  authenticate: Type.Optional(fn<Authenticate>(
+    'a function (request, reply) returning (or resolving to) a non-empty string naming who the request is from, or false')),
+  store: Type.Union([
+    Type.String({ pattern: STORE_URL_PATTERN }),
+    Type.Unsafe<PlantStore>(functionsNamed(STORE_METHODS)),
+    Type.Unsafe<PgPool>(functionsNamed(['connect', 'query', 'end']))
+  ], {
+    description: `a store URL (memory:, sqlite:<path of a file>, postgres://…) or an object implementing PlantStore (${STORE_METHODS.join(', ')}), or a pg.Pool`
+  }),
+  postgres: Type.Optional(PostgresOptionsSchema),
+  wrapStore: Type.Optional(fn<(store: PlantStore) => PlantStore>('a function that takes the store and returns the store the routes use')),
+  bodyLimit: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: MAX_BODY_LIMIT,
+    description: `the largest request body in bytes, a positive integer, at most ${MAX_BODY_LIMIT} (default ${DEFAULT_BODY_LIMIT})`
+  })),
+  maxTextLength: Type.Optional(Type.Integer({
+    minimum: 1,
+    maximum: MAX_TEXT_LENGTH_LIMIT,
+    description: `the longest name or tag accepted in characters, a positive integer, at most ${MAX_TEXT_LENGTH_LIMIT} (default ${DEFAULT_MAX_TEXT_LENGTH})`
+  })),
+  health: Type.Optional(Type.Boolean({ description: 'true or false: whether to add GET /healthz and GET /readyz (default true)' })),
+  notFound: Type.Optional(Type.Boolean({
+    description: 'true or false: whether the plugin answers unknown routes under its prefix (default false: the host does)'
+  })),
+  hostErrors: Type.Optional(Type.Union([Type.Literal('host'), Type.Literal('plugin')], {
+    description: '"host" or "plugin": who answers errors the host\'s own hooks raise on the plant routes (default "host")'
+  })),
+  pressure: Type.Optional(LoadSheddingOptionsSchema),
+  rateLimit: Type.Optional(RateLimitOptionsSchema),
+  authFailureLimit: Type.Optional(AuthFailureLimitSchema),
+  // Unset: no webhook table, worker or timer exists.
+  webhooks: Type.Optional(WebhooksOptionsSchema),
+  openapi: Type.Optional(Type.Object({
+    securityScheme: name('the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"'),
+    plantsTag: name('the tag of the plant routes, letters, digits, ".", "-" or "_"'),
+    healthTag: name('the tag of the health routes, letters, digits, ".", "-" or "_"')
+  }, { additionalProperties: false, description: 'OpenAPI names: { securityScheme?, plantsTag?, healthTag? }' })),
+  routeConfig: Type.Optional(Type.Object({
+    plants: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object, the route config of the plant routes' })),
+    health: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object, the route config of the health routes' }))
+  }, { additionalProperties: false, description: 'route config for the host\'s plugins: { plants?, health? }' })),
+  // Fastify's own register options, which it passes on to the plugin.
+  prefix: Type.Optional(Type.String({ description: 'a path prefix' })),
+  logLevel: Type.Optional(Type.String({ description: 'a log level' })),
+  logSerializers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'log serializers' }))
+}, { additionalProperties: false })
+
+/** Optional keys also take `undefined`, as they do at run time (hosts with exactOptionalPropertyTypes). */
+type Loose<T> = { [K in keyof T]?: T[K] | undefined }
+
+/** The plugin's options: `tokens` (the plugin's own bearer tokens) or `authenticate` (the host's), and `store`. */
+export interface PlantStoreOptions {
+  tokens?: readonly string[] | undefined
+  authenticate?: Authenticate | undefined
+  store: string | PgPool | PlantStore
+  postgres?: Loose<PostgresOptions> | undefined
+  wrapStore?: ((store: PlantStore) => PlantStore) | undefined
+  bodyLimit?: number | undefined
+  maxTextLength?: number | undefined
+  health?: boolean | undefined
+  notFound?: boolean | undefined
+  hostErrors?: 'host' | 'plugin' | undefined
+  pressure?: Loose<LoadSheddingOptions> | undefined
+  rateLimit?: RateLimitOptions | undefined
+  authFailureLimit?: WindowLimit | false | undefined
+  webhooks?: WebhooksOptions | undefined
+  openapi?: OpenapiNames | undefined
+  routeConfig?: Loose<{ plants: Record<string, unknown>, health: Record<string, unknown> }> | undefined
+}
+
+// The interface above and the schema describe the same options: checked both ways at compile time.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+type Assert<T extends true> = T
+export type OptionsMatchSchema = Assert<Same<Required<PlantStoreOptions>, Required<Omit<Static<typeof PlantStoreOptionsSchema>, 'prefix' | 'logLevel' | 'logSerializers'>>>>
 
 /** Options that cannot work, refused when the plugin is registered. */
 export class PlantStoreOptionsError extends Error {
@@ -44,16 +129,15 @@ export class PlantStoreOptionsError extends Error {
 
 interface SchemaNode { description?: string, properties?: Record<string, SchemaNode> }
 
-// The description of the option at a path such as /pressure/maxEventLoopDelay or /tokens/0 (every
-// option has one).
-function describe (path: string[]): string {
+// The option at a path such as /pressure/maxEventLoopDelay or /tokens/0 (every option has a description).
+function nodeAt (path: string[]): SchemaNode {
   let node = PlantStoreOptionsSchema as unknown as SchemaNode
   for (const key of path) {
     const next = node.properties?.[key]
     if (next === undefined) break
     node = next
   }
-  return node.description!
+  return node
 }
 
 /** The options schema as Ajv reads it: Ajv has no `function` type, a keyword checks those. */
@@ -66,13 +150,52 @@ const optionsAjv = new Ajv({ allErrors: false, strict: false, validateSchema: fa
 optionsAjv.addKeyword({ keyword: 'isFunction', schemaType: 'boolean', validate: (_: boolean, data: unknown) => typeof data === 'function', errors: false })
 const validateOptions = optionsAjv.compile(OPTIONS_AJV_SCHEMA)
 
-/** Throws a PlantStoreOptionsError naming the first option that is missing or wrong. */
-export function checkOptions (options: unknown): asserts options is PlantStoreOptions {
-  if (validateOptions(options)) return
-  const [first] = validateOptions.errors!
-  const missing = (first.params as { missingProperty?: string }).missingProperty
-  const path = [...first.instancePath.split('/').slice(1), ...(missing === undefined ? [] : [missing])]
-  const name = path.filter((key) => !/^\d+$/.test(key)).join('.')
-  throw new PlantStoreOptionsError(
-    `plant-store: option ${name} is ${missing === undefined ? 'invalid' : 'missing'}: it must be ${describe(path)}`)
+const fail = (message: string) => new PlantStoreOptionsError(`plant-store: ${message}`)
+const dotted = (path: string[]) => path.filter((key) => !/^\d+$/.test(key)).join('.')
+
+/** An unknown option, with the known ones beside it (a misspelling is seen at once). */
+function unknownOption (path: string[], known: string[]) {
+  const where = path.length > 1 ? `${dotted(path.slice(0, -1))} takes` : 'the options are'
+  return fail(`option ${dotted(path)} is unknown: ${where} ${known.join(', ')}`)
 }
+
+/** Throws a PlantStoreOptionsError naming the first option that is missing, unknown or wrong. */
+export function checkOptions (options: unknown): asserts options is PlantStoreOptions {
+  // Authentication first: it is the option a host thinks of first, and either of two will do.
+  const { tokens, authenticate } = options as { tokens?: unknown, authenticate?: unknown }
+  if (tokens === undefined && authenticate === undefined) {
+    throw fail(`option tokens is missing: it must be ${nodeAt(['tokens']).description!} (or give authenticate, for the host's own authentication)`)
+  }
+  if (tokens !== undefined && authenticate !== undefined) {
+    throw fail('options tokens and authenticate exclude each other: give tokens for the plugin\'s bearer tokens, or authenticate for the host\'s authentication')
+  }
+  if (validateOptions(options)) {
+    checkWebhooks((options as PlantStoreOptions).webhooks)
+    return
+  }
+  const [first] = validateOptions.errors!
+  const { missingProperty: missing, additionalProperty: unknown } = first.params as { missingProperty?: string, additionalProperty?: string }
+  const path = [...first.instancePath.split('/').slice(1), ...[missing ?? unknown].filter((key) => key !== undefined)]
+  if (unknown !== undefined) {
+    const known = Object.keys(nodeAt(path.slice(0, -1)).properties!).filter((key) => !['prefix', 'logLevel', 'logSerializers'].includes(key))
+    throw unknownOption(path, known)
+  }
+  throw fail(`option ${dotted(path)} is ${missing === undefined ? 'invalid' : 'missing'}: it must be ${nodeAt(path).description!}`)
+}
+
+// What the schema cannot check (secrets, URLs, networks), refused at registration too.
+function checkWebhooks (webhooks: PlantStoreOptions['webhooks']): void {
+  if (webhooks === undefined) return
+  try {
+    resolveWebhooks(webhooks)
+  } catch (error) {
+    const { setting, problem, fix } = error as WebhookSettingError
+    throw fail(`option ${setting} is invalid: it ${problem}; ${fix}`)
+  }
+  // Settings that would be accepted and then deliver nothing are refused: events are not written
+  // or sent yet (issue 16), and silence would look like a receiver that never hears of a plant.
+  throw fail(WEBHOOKS_NOT_DELIVERED)
+}
+
+/** Why a valid webhooks option (or WEBHOOK_* setting) is refused in this version. */
+export const WEBHOOKS_NOT_DELIVERED = 'option webhooks is not supported yet: this version checks webhook settings but does not deliver events (issue 16, in progress); remove the webhooks option or the WEBHOOK_* settings'

@@ -1,13 +1,46 @@
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify'
 import auth from '../plugins/auth.js'
-import errorHandler from '../plugins/error-handler.js'
+import errorHandler, { handleNotFound } from '../plugins/error-handler.js'
 import jsonBody from '../plugins/json-body.js'
-import store from '../plugins/store/index.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
+import store from '../stores/index.js'
 import strictValidation from '../plugins/validation.js'
 import healthRoutes from '../routes/health.js'
 import plantRoutes from '../routes/plants.js'
-import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
-import { checkOptions, DEFAULT_BODY_LIMIT, type PlantStoreOptions } from './options.js'
+import { DEFAULT_MAX_TEXT_LENGTH, openapiNames } from '../schemas/index.js'
+import { checkDrivers } from './drivers.js'
+import { checkOptions, DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
+
+/**
+ * Registers routes, turning a clash with a route the host declared already (Fastify's "Method
+ * 'GET' already declared for route …", which names no plugin) into a line that says what to change.
+ */
+async function claim (register: Promise<unknown> | PromiseLike<unknown>, fix: string) {
+  try {
+    await register
+  } catch (error) {
+    const clash = (error as { code?: string }).code === 'FST_ERR_DUPLICATED_ROUTE' &&
+      /^Method '([\s\S]+?)' already declared for route '([^']*)'/.exec((error as Error).message)
+    if (!clash) throw error
+    // One method, or the list of all of them (a catch-all route).
+    const method = /^[A-Z]+$/.test(clash[1]) ? clash[1] : 'a route at'
+    throw new PlantStoreOptionsError(`plant-store: ${method} ${clash[2]} is declared already by the host: ${fix}`, { cause: error })
+  }
+}
+
+const OTHER_PREFIX = 'register plant-store under another prefix (its prefix option)'
+
+/**
+ * Unknown routes under the plugin's prefix, answered by the plugin when the host asks for it
+ * (notFound: true). Routes, not setNotFoundHandler: Fastify allows one not-found handler per
+ * prefix, and a second one at a prefix the host shares crashes the process after registration.
+ */
+async function notFoundRoutes (fastify: FastifyInstance) {
+  // Kept out of the OpenAPI document (@fastify/swagger's `hide`, which FastifySchema lacks without it).
+  const hidden = { schema: { hide: true } as FastifySchema }
+  fastify.all('/', hidden, handleNotFound)
+  fastify.all('/*', hidden, handleNotFound)
+}
 
 /**
  * The plant store as a Fastify plugin. It is deliberately not wrapped in fastify-plugin: its
@@ -15,24 +48,41 @@ import { checkOptions, DEFAULT_BODY_LIMIT, type PlantStoreOptions } from './opti
  */
 const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, options) => {
   checkOptions(options)
-  const { tokens, bodyLimit = DEFAULT_BODY_LIMIT, maxTextLength = DEFAULT_MAX_TEXT_LENGTH, pressure, rateLimit } = options
+  const { bodyLimit = DEFAULT_BODY_LIMIT, maxTextLength = DEFAULT_MAX_TEXT_LENGTH, pressure, rateLimit, routeConfig } = options
+  const names = openapiNames(options.openapi)
+  if (typeof options.store === 'string') checkDrivers(options.store)
   await fastify.register(strictValidation, { maxTextLength })
   await fastify.register(jsonBody)
-  // Unknown routes under a prefix of the plugin's own are its to answer; anywhere else (no prefix,
-  // '/', or only the prefix of the host's scope it was registered in) they are the host's.
-  const ownPrefix = (options as { prefix?: string }).prefix ?? ''
-  await fastify.register(errorHandler, { notFound: ownPrefix !== '' && ownPrefix !== '/' })
-  await fastify.register(store, { store: options.store, wrap: options.wrapStore })
-  if (options.health !== false) await fastify.register(healthRoutes)
+  // Errors the host's own hooks raise on the plant routes go to the host's error handler.
+  await fastify.register(errorHandler, { hostErrors: options.hostErrors !== 'plugin' })
+  await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
+  // Unknown routes under the prefix are the host's, unless it hands them to the plugin.
+  if (options.notFound === true) {
+    await claim(fastify.register(notFoundRoutes), 'set the option notFound: false to leave unknown routes to the host, or ' + OTHER_PREFIX)
+  }
+  if (options.health !== false) {
+    await claim(fastify.register(healthRoutes, { tag: names.healthTag, config: routeConfig?.health }),
+      'set the option health: false to keep the host\'s, or ' + OTHER_PREFIX)
+  }
+  const hostAuth = options.authenticate !== undefined
+  // With the host's auth, the routes name the host's scheme if it says which (else the document's own applies).
+  const securityScheme = hostAuth ? options.openapi?.securityScheme : names.securityScheme
+  // With a limit of its own, the plant routes tell a host's global @fastify/rate-limit to skip them:
+  // one limit, one set of X-RateLimit-* headers.
+  const config = { ...(rateLimit && { rateLimit: false }), ...routeConfig?.plants }
   // Auth is registered inside its own scope so that it guards the plant routes and nothing else.
-  await fastify.register(async function authenticated (scope) {
-    // First shed load, then check the token, then count the request against that token; the
+  await claim(fastify.register(async function authenticated (scope) {
+    // First shed load, then authenticate, then count the request against its identity; the
     // optional parts are loaded only when asked for.
     if (pressure) await scope.register((await import('../plugins/load-shedding.js')).default, pressure)
-    await scope.register(auth, { tokens })
+    await scope.register(auth, {
+      tokens: options.tokens,
+      authenticate: options.authenticate,
+      failureLimit: options.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT
+    })
     if (rateLimit) await scope.register((await import('../plugins/rate-limit.js')).default, rateLimit)
-    await scope.register(plantRoutes, { bodyLimit, maxTextLength })
-  })
+    await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
+  }), OTHER_PREFIX)
 }
 
 /**
@@ -44,9 +94,11 @@ export function swaggerReferenceName (json: { $id?: unknown }, _baseUri: unknown
 }
 
 export default plantStore
-export { DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
-export type { LoadSheddingOptions, RateLimitOptions } from '../plugins/limit-options.js'
-export type { ListOptions, PlantStore } from '../plugins/store/index.js'
+export { DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions, type PostgresOptions } from './options.js'
+export type { Authenticate, Identity } from '../plugins/auth.js'
+export type { LoadSheddingOptions, RateLimitOptions, WindowLimit } from '../plugins/limit-options.js'
+export { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
+export type { ListOptions, PgPool, PlantStore } from '../stores/index.js'
 export { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
 export type { ErrorBody, NewPlant, Plant } from '../schemas/index.js'
-export { openapiTags, securitySchemes } from '../schemas/index.js'
+export { DEFAULT_OPENAPI_NAMES, openapiDeclarations, openapiTags, securitySchemes, type OpenapiNames } from '../schemas/index.js'

@@ -18,7 +18,7 @@ t.test('the bundled server answers plants on SQLite and serves every documentati
     rmSync(outdir, { recursive: true, force: true })
     rmSync(data, { recursive: true, force: true })
   })
-  execFileSync(process.execPath, ['scripts/bundle.mjs', '--entry', 'src/server.ts', '--outdir', outdir], { cwd: ROOT })
+  execFileSync(process.execPath, ['scripts/bundle.mjs', '--entry', 'service/server.ts', '--outdir', outdir], { cwd: ROOT })
   const server = await startServer(t, { DATABASE_URL: `sqlite:${join(data, 'plants.db')}`, API_TOKENS: TOKEN }, { args: [join(outdir, 'server.mjs')] })
 
   const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { appOptions } from '../src/app.js'
-import { connectionLimit, loadConfig, openFilesLimit, readTokens } from '../src/config.js'
+import { appOptions } from '../service/app.js'
+import { connectionLimit, loadConfig, openFilesLimit, readTokens } from '../service/config.js'
 
 t.test('every setting has a default that starts the service on SQLite', async (t) => {
   t.same(loadConfig({}), {
@@ -18,12 +18,18 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     HEADERS_TIMEOUT: 10000,
     KEEP_ALIVE_TIMEOUT: 72000,
     MAX_HEADER_SIZE: 16384,
+    MAX_HEADERS_COUNT: 100,
+    BODY_MIN_RATE: 1024,
+    BODY_RATE_GRACE: 5000,
     MAX_CONNECTIONS: 0,
     PRESSURE_MAX_EVENT_LOOP_DELAY: 1000,
     PRESSURE_MAX_EVENT_LOOP_UTILIZATION: 0,
     PRESSURE_MAX_HEAP_USED_BYTES: 0,
     RATE_LIMIT_MAX: 0,
-    RATE_LIMIT_WINDOW: 60000
+    RATE_LIMIT_WINDOW: 60000,
+    AUTH_FAILURE_MAX: 10,
+    AUTH_FAILURE_WINDOW: 60000,
+    CORS_ORIGINS: ''
   })
 })
 
@@ -83,7 +89,7 @@ t.test('the app options follow the settings: no rate limit unless RATE_LIMIT_MAX
 
 t.test('no duration may exceed what a Node timer holds (2^31-1 ms), where it would fire after 1 ms', async (t) => {
   const durations = ['SHUTDOWN_TIMEOUT', 'REQUEST_TIMEOUT', 'CONNECTION_TIMEOUT', 'HEADERS_TIMEOUT', 'KEEP_ALIVE_TIMEOUT',
-    'RATE_LIMIT_WINDOW', 'PRESSURE_MAX_EVENT_LOOP_DELAY']
+    'RATE_LIMIT_WINDOW', 'PRESSURE_MAX_EVENT_LOOP_DELAY', 'BODY_RATE_GRACE']
   for (const name of durations) {
     // REQUEST_TIMEOUT=0 lets HEADERS_TIMEOUT be as long as allowed.
     t.doesNotThrow(() => loadConfig({ REQUEST_TIMEOUT: '0', [name]: String(2 ** 31 - 1) }), `${name}=2^31-1 is fine`)

@@ -1,12 +1,12 @@
 /**
- * What the server does with its connections (plugins/connections.ts), over real sockets: which one
+ * What the server does with its connections (service/connections.ts), over real sockets: which one
  * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
  */
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../plugins/store/memory.js'
-import type { ServerOptions } from '../src/app.js'
+import { createMemoryStore } from '../stores/memory.js'
+import type { ServerOptions } from '../service/app.js'
 import { build, storedPlants, TOKEN } from './helpers/app.js'
 
 const slowBody = '{"id":1,"name":"slow"}'

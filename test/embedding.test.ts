@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../plugins/store/memory.js'
+import { createMemoryStore } from '../stores/memory.js'
 import plantStore, { securitySchemes, swaggerReferenceName } from '../src/plugin.js'
 import packageJson from '../package.json' with { type: 'json' }
 import { AUTH, JSON_TYPE, TOKEN } from './helpers/app.js'
@@ -69,18 +69,28 @@ t.test('host routes answer without a token and keep the host\'s own behaviour', 
   t.not(unknown.json().error, 404, 'unknown host routes get the host\'s 404, not the plugin\'s')
 })
 
-t.test('unknown routes under the plugin\'s prefix get the Error shape', async (t) => {
+t.test('unknown routes under the plugin\'s prefix are the host\'s, or the plugin\'s with notFound: true', async (t) => {
   const { host } = await hostApp(t)
   const response = await host.inject({ url: '/store/nope' })
   t.equal(response.statusCode, 404)
-  t.same(response.json(), { error: 404, message: 'Route not found' })
+  t.not(response.json().error, 404, 'the host\'s 404 by default')
+  const claimed = Fastify()
+  t.teardown(() => claimed.close())
+  await claimed.register(plantStore, { prefix: '/store', tokens: [TOKEN], store: 'memory:', notFound: true })
+  for (const url of ['/store/nope', '/store', '/store/']) {
+    const answer = await claimed.inject({ url })
+    t.equal(answer.statusCode, 404, url)
+    t.same(answer.json(), { error: 404, message: 'Route not found' }, `${url}: the plugin's`)
+  }
+  t.equal((await claimed.inject({ method: 'PATCH', url: '/store/plants', headers: AUTH })).statusCode, 404, 'a method a route lacks')
+  t.equal((await claimed.inject({ url: '/store/plants', headers: AUTH })).statusCode, 200, 'its own routes still answer')
 })
 
 t.test('the plant routes appear in the host\'s OpenAPI document', async (t) => {
   const { host } = await hostApp(t)
   const doc = host.swagger() as any
   t.ok(doc.paths['/store/plants']?.post, 'POST /store/plants is documented')
-  t.same(doc.paths['/store/plants'].post.security, [{ bearerAuth: [] }])
+  t.same(doc.paths['/store/plants'].post.security, [{ plantStoreToken: [] }], 'a namespaced scheme name by default')
   t.ok(doc.paths['/host/hello'], 'host routes are documented too')
   const bodyRef: string = doc.paths['/store/plants'].post.requestBody.content['application/json'].schema.$ref
   const body = doc.components.schemas[bodyRef.replace('#/components/schemas/', '')]

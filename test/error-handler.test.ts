@@ -1,8 +1,8 @@
 import t from 'tap'
 import { MALFORMED_URL } from '../plugins/error-handler.js'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { createMemoryStore } from '../plugins/store/memory.js'
-import type { PlantStore } from '../plugins/store/types.js'
+import { createMemoryStore } from '../stores/memory.js'
+import type { PlantStore } from '../stores/types.js'
 import { AUTH, build, collectLogs, createPlant } from './helpers/app.js'
 
 /** A memory store whose create fails with the given error. */

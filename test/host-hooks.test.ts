@@ -4,7 +4,7 @@ import { INTERNAL_ERROR_MESSAGE } from '../plugins/error-handler.js'
 import plantStore from '../src/plugin.js'
 import { AUTH, TOKEN } from './helpers/app.js'
 
-t.test('a host onRequest hook that sets a status and throws keeps its status on the plant routes', async (t) => {
+t.test('with hostErrors: plugin, a host onRequest hook that sets a status and throws keeps its status, in the Error shape', async (t) => {
   const host = Fastify()
   host.addHook('onRequest', async (request, reply) => {
     const status = request.headers['x-refuse-with']
@@ -14,7 +14,7 @@ t.test('a host onRequest hook that sets a status and throws keeps its status on 
     }
     if (request.headers['x-crash'] !== undefined) throw new Error('a bug in the host hook')
   })
-  await host.register(plantStore, { tokens: [TOKEN], store: 'memory:' })
+  await host.register(plantStore, { tokens: [TOKEN], store: 'memory:', hostErrors: 'plugin' })
   await host.ready()
   t.teardown(() => host.close())
   for (const status of [403, 429, 451]) {
@@ -44,8 +44,8 @@ t.test('registered in a host scope with a prefix, the plugin leaves that scope\'
   t.teardown(() => host.close())
   t.strictSame((await host.inject({ url: '/api/nope' })).json(), { hostNotFound: true }, 'the host scope\'s own 404')
   t.equal((await host.inject({ url: '/api/plants', headers: AUTH })).statusCode, 200, 'the plant routes are under /api')
-  t.strictSame((await host.inject({ url: '/api/garden/nope' })).json(), { error: 404, message: 'Route not found' },
-    'under a prefix of its own, the plugin answers')
+  t.strictSame((await host.inject({ url: '/api/garden/nope' })).json(), { hostNotFound: true },
+    'under a prefix of its own too, unless the host asks the plugin (notFound: true)')
   const root = await host.inject({ url: '/nope' })
   t.equal(root.statusCode, 404)
   t.notSame(root.json(), { error: 404, message: 'Route not found' }, 'prefix \'/\' does not take over the host\'s root 404')

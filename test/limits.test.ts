@@ -1,10 +1,10 @@
-import { once } from 'node:events'
-import { connect, type AddressInfo } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { connectionOptions } from '../src/app.js'
-import { loadConfig } from '../src/config.js'
+import { connectionOptions } from '../service/app.js'
+import { loadConfig } from '../service/config.js'
 import { build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from './helpers/app.js'
+import { exchange } from './helpers/exchange.js'
 
 t.test('an overloaded process sheds plant requests with 503 and Retry-After, and nothing is stored', async (t) => {
   const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 7 } })
@@ -53,22 +53,6 @@ t.test('without a rate limit configured, there is none', async (t) => {
   const { app } = await build(t)
   for (let id = 0; id < 50; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200)
 })
-
-/** Writes `first` (then `drip` every 300 ms), and resolves what the server sends before it closes, and when. */
-async function exchange (port: number, first: string, drip?: string) {
-  const socket = connect(port, '127.0.0.1')
-  let answer = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => { answer += chunk })
-  socket.on('error', () => {})
-  await once(socket, 'connect')
-  const started = Date.now()
-  socket.write(first)
-  const dripping = drip === undefined ? undefined : setInterval(() => socket.write(drip), 300)
-  await once(socket, 'close')
-  clearInterval(dripping)
-  return { answer, waited: Date.now() - started }
-}
 
 /** The app with the connection settings the server derives from `env`, listening on a real socket. */
 async function listeningWith (t: Test, env: Record<string, string>) {
@@ -130,13 +114,17 @@ t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed wi
 })
 
 t.test('the connection limits follow the settings', async (t) => {
-  t.same(connectionOptions(loadConfig({ CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048', MAX_CONNECTIONS: '100' }), 1024), {
+  const env = { CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048', MAX_CONNECTIONS: '100', MAX_HEADERS_COUNT: '50', BODY_MIN_RATE: '10', BODY_RATE_GRACE: '2000' }
+  t.same(connectionOptions(loadConfig(env), 1024), {
     connectionTimeout: 1000,
     requestTimeout: 30000,
     keepAliveTimeout: 72000,
     maxConnections: 100,
+    minBodyRate: 10,
+    bodyRateGrace: 2000,
+    maxHeadersCount: 50,
     // Node looks for expired headers and requests this often: a twentieth of the shorter timeout.
-    http: { headersTimeout: 10000, maxHeaderSize: 2048, connectionsCheckingInterval: 500 }
+    http: { requestTimeout: 30000, headersTimeout: 10000, maxHeaderSize: 2048, connectionsCheckingInterval: 500 }
   })
   t.match(connectionOptions(loadConfig({ HEADERS_TIMEOUT: '300', REQUEST_TIMEOUT: '0' }), 1024).http,
     { connectionsCheckingInterval: 15 }, 'REQUEST_TIMEOUT=0: a twentieth of HEADERS_TIMEOUT')

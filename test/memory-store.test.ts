@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { createMemoryStore } from '../plugins/store/memory.js'
-import { SortedIds } from '../plugins/store/sorted-ids.js'
-import type { PlantStore } from '../plugins/store/types.js'
+import { createMemoryStore } from '../stores/memory.js'
+import { SortedIds } from '../stores/sorted-ids.js'
+import type { PlantStore } from '../stores/types.js'
 
 const FILLED = 400_000
 const ROUNDS = 7

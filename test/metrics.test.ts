@@ -2,9 +2,9 @@ import Fastify from 'fastify'
 import { Histogram, Registry } from 'prom-client'
 import t from 'tap'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
-import metricsPlugin, { createMetrics } from '../plugins/metrics.js'
-import { SeriesHistogram } from '../plugins/series-histogram.js'
-import { createMemoryStore } from '../plugins/store/memory.js'
+import metricsPlugin, { createMetrics } from '../service/metrics.js'
+import { SeriesHistogram } from '../service/series-histogram.js'
+import { createMemoryStore } from '../stores/memory.js'
 import { AUTH, build, createPlant } from './helpers/app.js'
 
 /** The value of one sample line of the Prometheus text, by its exact series name and labels. */

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { openapiText } from '../src/openapi.js'
+import { openapiText } from '../service/openapi.js'
 
 const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..')
@@ -16,7 +16,7 @@ t.test('the committed openapi.json is the document the running schemas generate'
 
 t.test('`npm run openapi` writes the document to the path it is given', async (t) => {
   const target = join(t.testdir(), 'openapi.json')
-  const { stdout } = await run(process.execPath, [...process.execArgv, join(ROOT, 'src', 'openapi.ts'), target])
+  const { stdout } = await run(process.execPath, [...process.execArgv, join(ROOT, 'service', 'openapi.ts'), target])
   t.equal(stdout, `wrote ${target}\n`)
   t.equal(readFileSync(target, 'utf8'), readFileSync(COMMITTED, 'utf8'))
 })

@@ -3,8 +3,8 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { createMemoryStore } from '../plugins/store/memory.js'
-import type { PlantStore } from '../plugins/store/types.js'
+import { createMemoryStore } from '../stores/memory.js'
+import type { PlantStore } from '../stores/types.js'
 import { build, TOKEN } from './helpers/app.js'
 
 /**

@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t from 'tap'
-import { createMemoryStore } from '../plugins/store/memory.js'
+import { createMemoryStore } from '../stores/memory.js'
 import plantStore, { PlantStoreOptionsError, securitySchemes, swaggerReferenceName } from '../src/plugin.js'
 import { TOKEN } from './helpers/app.js'
 
@@ -42,7 +42,17 @@ t.test('options that cannot work are refused at registration, with one line nami
     ['an event-loop utilization above 1', { ...valid, pressure: { maxEventLoopUtilization: 5 } }, /^plant-store: option pressure.maxEventLoopUtilization is invalid: it must be event-loop utilization, 0 to 1/],
     ['a rate window past what a timer holds', { ...valid, rateLimit: { max: 1, timeWindow: 2 ** 31 } }, /^plant-store: option rateLimit.timeWindow is invalid: it must be the window in ms, a positive integer, at most 2147483647/],
     ['a rate limit without its window', { ...valid, rateLimit: { max: 5 } }, /^plant-store: option rateLimit.timeWindow is missing: it must be the window in ms/],
-    ['wrapStore that is not a function', { ...valid, wrapStore: 'x' }, /^plant-store: option wrapStore is invalid: it must be a function/]
+    ['wrapStore that is not a function', { ...valid, wrapStore: 'x' }, /^plant-store: option wrapStore is invalid: it must be a function/],
+    // Issue 17.8: a misspelled option is refused, not ignored.
+    ['a misspelled option', { ...valid, tokenz: [TOKEN] }, /^plant-store: option tokenz is unknown: the options are tokens, authenticate, store, /],
+    ['a misspelled nested option', { ...valid, rateLimit: { max: 1, timeWindow: 1000, maxx: 2 } }, /^plant-store: option rateLimit.maxx is unknown: rateLimit takes max, timeWindow$/],
+    ['both tokens and authenticate', { ...valid, authenticate: () => 'x' }, /^plant-store: options tokens and authenticate exclude each other/],
+    ['authenticate that is not a function', { store: 'memory:', authenticate: 'jwt' }, /^plant-store: option authenticate is invalid: it must be a function \(request, reply\)/],
+    ['hostErrors of another value', { ...valid, hostErrors: 'mine' }, /^plant-store: option hostErrors is invalid: it must be "host" or "plugin"/],
+    ['notFound as a string', { ...valid, notFound: 'yes' }, /^plant-store: option notFound is invalid: it must be true or false/],
+    ['a failure limit of 0', { ...valid, authFailureLimit: { max: 0, timeWindow: 1000 } }, /^plant-store: option authFailureLimit is invalid: it must be false, or \{ max, timeWindow \}/],
+    ['a scheme name with a space', { ...valid, openapi: { securityScheme: 'my scheme' } }, /^plant-store: option openapi.securityScheme is invalid: it must be the name of the security scheme/],
+    ['route config that is not an object', { ...valid, routeConfig: { health: 5 } }, /^plant-store: option routeConfig.health is invalid: it must be an object/]
   ]
   for (const [name, options, message] of cases) {
     const error = await registerWith(options)
@@ -55,6 +65,10 @@ t.test('options that cannot work are refused at registration, with one line nami
 t.test('valid options register, with a URL or a store object', async (t) => {
   t.equal(await registerWith(valid), undefined)
   t.equal(await registerWith({ ...valid, store: createMemoryStore(), health: false, bodyLimit: 10, pressure: {}, rateLimit: { max: 1, timeWindow: 1000 } }), undefined)
+  // Undefined is absent, as the types say (a host with exactOptionalPropertyTypes may pass it).
+  t.equal(await registerWith({ ...valid, bodyLimit: undefined, pressure: { retryAfter: undefined }, openapi: undefined }), undefined)
+  t.equal(await registerWith({ ...valid, prefix: '/p', logLevel: 'warn', notFound: true, hostErrors: 'plugin', authFailureLimit: false }), undefined,
+    'with Fastify\'s own register options')
 })
 
 t.test('the health routes are optional: a host with its own /healthz registers without a prefix', async (t) => {
@@ -80,7 +94,7 @@ t.test('load shedding and the rate limit are registered only when asked for', as
   await asked.ready()
   t.teardown(() => asked.close())
   t.match(asked.printPlugins(), /plant-store-load-shedding/)
-  t.match(asked.printPlugins(), /@fastify\/rate-limit/)
+  t.match(asked.printPlugins(), /plant-store-rate-limit/)
   const headers = { authorization: `Bearer ${TOKEN}` }
   t.equal((await asked.inject({ url: '/plants', headers })).statusCode, 200)
   t.equal((await asked.inject({ url: '/plants', headers })).statusCode, 429)

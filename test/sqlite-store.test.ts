@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { openStore } from '../plugins/store/index.js'
-import { openSqliteStore } from '../plugins/store/sqlite.js'
-import { buildApp } from '../src/app.js'
+import { openStore } from '../stores/index.js'
+import { openSqliteStore } from '../stores/sqlite.js'
+import { buildApp } from '../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN } from './helpers/app.js'
 
 t.test('the file and its folders are created on first start, in WAL mode with fsync on every commit', async (t) => {

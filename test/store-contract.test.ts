@@ -5,15 +5,18 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
-import { openStore, STORE_URL_PATTERN, StoreOpenError } from '../plugins/store/index.js'
-import { createMemoryStore } from '../plugins/store/memory.js'
-import { openPostgresStore } from '../plugins/store/postgres.js'
-import { openSqliteStore } from '../plugins/store/sqlite.js'
-import { storeContract, type StoreOutage } from '../plugins/store/contract.js'
-import type { PlantStore } from '../plugins/store/types.js'
+import { openStore, STORE_URL_PATTERN, StoreOpenError } from '../stores/index.js'
+import { createMemoryStore } from '../stores/memory.js'
+import { openPostgresStore } from '../stores/postgres.js'
+import { openSqliteStore } from '../stores/sqlite.js'
+import { storeContract, type StoreOutage } from '../stores/contract.js'
+import type { PlantStore } from '../stores/types.js'
 import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
 import { startTcpProxy } from './helpers/tcp-proxy.js'
 import Database from 'better-sqlite3'
+import Fastify from 'fastify'
+import pg from 'pg'
+import plantStore from '../src/plugin.js'
 
 interface StoreKind {
   name: string
@@ -68,22 +71,41 @@ const KINDS: StoreKind[] = [
     }
   },
   {
+    // A host's own pg.Pool, which the store uses and leaves open (issue 17.4).
+    name: 'postgres on a shared pool',
+    skip: pgSkip,
+    open: async (t) => openPostgresStore(sharedPool(t, await freshDatabase(t))),
+    nul: 'refused',
+    loneSurrogate: 'a\ufffdb',
+    openWithOutage: (t) => postgresBehindProxy(t, (url) => openPostgresStore(sharedPool(t, url)))
+  },
+  {
     name: 'postgres',
     skip: pgSkip,
     open: async (t) => openPostgresStore(await freshDatabase(t)),
     nul: 'refused',
     loneSurrogate: 'a\ufffdb',
-    async openWithOutage (t) {
-      // The database behind a proxy that can cut every connection at once.
-      const url = new URL(await freshDatabase(t))
-      const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
-      url.hostname = '127.0.0.1'
-      url.port = String(proxy.port)
-      const store = await openPostgresStore(url.href)
-      return { store, down: () => proxy.down(), up: () => proxy.up() }
-    }
+    openWithOutage: (t) => postgresBehindProxy(t, openPostgresStore)
   }
 ]
+
+/** A PostgreSQL store opened on a fresh database behind a proxy that can cut every connection at once. */
+async function postgresBehindProxy (t: Test, open: (url: string) => Promise<PlantStore>): Promise<StoreOutage> {
+  const url = new URL(await freshDatabase(t))
+  const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
+  url.hostname = '127.0.0.1'
+  url.port = String(proxy.port)
+  const store = await open(url.href)
+  return { store, down: () => proxy.down(), up: () => proxy.up() }
+}
+
+/** A host's pool, as a host would make it (with its own listener for idle connections' errors). */
+function sharedPool (t: Test, url: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, connectionTimeoutMillis: 1000, max: 4 })
+  pool.on('error', () => {})
+  t.teardown(() => pool.end())
+  return pool
+}
 
 /** The rejection of `promise`, failing the test when it resolves instead. */
 async function rejection (t: Test, promise: Promise<unknown>): Promise<Error> {
@@ -231,9 +253,35 @@ t.test('postgres only', { skip: pgSkip }, async (t) => {
     const url = await freshDatabase(t)
     const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore(url)))
     for (const store of stores) closing(t, store)
-    t.strictSame(await sqlOn(url, 'SELECT version FROM plant_store_schema'), [{ version: 1 }])
+    t.strictSame(await sqlOn(url, "SELECT to_regclass('plants') IS NOT NULL AS plants, to_regclass('plant_store_schema') IS NULL AS no_other_table"),
+      [{ plants: true, no_other_table: true }], 'one table, plants, and nothing else of the store\'s (issue 17.3)')
     await stores[0].create({ id: 1n, name: 'fern' })
     for (const store of stores) t.strictSame(await store.get(1n), { name: 'fern' })
+  })
+
+  t.test('on a shared pool: close leaves the pool open, and the host\'s int8 stays pg\'s (issue 17.4)', async (t) => {
+    const pool = sharedPool(t, await freshDatabase(t))
+    const store = await openPostgresStore(pool, { poolSize: 1 })
+    await store.create({ id: 9007199254740993n, name: 'fern' })
+    t.strictSame(await store.list({ limit: 10 }), [{ id: 9007199254740993n, name: 'fern' }], 'the store reads exact BigInt ids')
+    await store.close()
+    t.notOk(pool.ending, 'the pool is not ended')
+    t.strictSame((await pool.query('SELECT id FROM plants')).rows, [{ id: '9007199254740993' }],
+      'the host\'s own queries still get int8 as pg gives it (a string): the store changed no parser of the pool')
+  })
+
+  t.test('the plugin on a host\'s pool: its PostgreSQL store, closed with the app, the pool left open (issue 17.4)', async (t) => {
+    const pool = sharedPool(t, await freshDatabase(t))
+    const app = Fastify()
+    await app.register(plantStore, { tokens: ['host-token'], store: pool, postgres: { table: 'garden_plants' } })
+    const created = await app.inject({
+      method: 'POST', url: '/plants', headers: { authorization: 'Bearer host-token', 'content-type': 'application/json' }, payload: '{"id":1,"name":"fern"}'
+    })
+    t.equal(created.statusCode, 200)
+    t.equal((await app.inject('/readyz')).statusCode, 200)
+    await app.close()
+    t.notOk(pool.ending, 'the pool is the host\'s: still open')
+    t.strictSame((await pool.query('SELECT id, name FROM garden_plants')).rows, [{ id: '1', name: 'fern' }])
   })
 
   t.test('a database that does not exist is an open error, not an unavailable server', async (t) => {

@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core'
+import type { Page, Request } from 'playwright-core'
 import t from 'tap'
 import { build, TOKEN } from './helpers/app.js'
+import { BROWSER_TIMEOUT as TIMEOUT, launchChromium, skipWithoutChromium } from './helpers/chromium.js'
 
 /**
  * End to end: the real app on a real socket, Swagger UI in headless Chromium (Debian's package;
@@ -11,16 +12,9 @@ import { build, TOKEN } from './helpers/app.js'
  * operation through "Try it out" as the document pre-fills it, and POST /plants with an id beyond 2^53.
  */
 
-const CHROMIUM = '/usr/bin/chromium'
 const SCREENSHOT = fileURLToPath(new URL('../.tap/screenshots/swagger-ui-post-plants.png', import.meta.url))
 const BIG_ID = '9007199254740993' // 2^53 + 1: a JavaScript number cannot hold it
 const BODY = `{"id": ${BIG_ID}, "name": "Browser fern", "tag": "e2e"}`
-const TIMEOUT = 60_000 // the machine is shared and busy
-
-const missing = !existsSync(CHROMIUM)
-if (missing && process.env.CI === 'true') {
-  t.fail(`${CHROMIUM} is missing, but CI installs it (apt-get install -y chromium)`)
-}
 
 /** An operation's block in Swagger UI. */
 const operationBlock = (page: Page, method: string, path: string) => page.locator(`.opblock.opblock-${method}`).filter({
@@ -35,7 +29,7 @@ async function run (page: Page, method: string, path: string, body?: string) {
   const operation = operationBlock(page, method, path)
   const summary = operation.locator('.opblock-summary').first()
   if (!await operation.locator('.opblock-body').isVisible()) await summary.click()
-  // plugins/docs.ts sets tryItOutEnabled, so an operation opens in Try-it-out mode already: its first
+  // service/docs.ts sets tryItOutEnabled, so an operation opens in Try-it-out mode already: its first
   // button then reads "Cancel", and clicking it would switch the mode off.
   const tryItOut = operation.locator('.try-out__btn').first()
   await tryItOut.waitFor({ state: 'visible' })
@@ -71,24 +65,13 @@ async function run (page: Page, method: string, path: string, body?: string) {
 }
 
 t.test('Swagger UI runs the documented examples in order, and creates a plant with an id past 2^53, offline and within the CSP', {
-  skip: missing ? `${CHROMIUM} is not installed (apt-get install -y chromium)` : false,
+  skip: skipWithoutChromium(t),
   timeout: 5 * TIMEOUT
 }, async (t) => {
   const { app, store } = await build(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
 
-  const context: BrowserContext = await chromium.launchPersistentContext(t.testdir({}), {
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run', '--disable-quic'
-    ],
-    viewport: { width: 1280, height: 900 }
-  })
-  // Also closed below, before the test's folder (Chromium's profile) is removed.
-  t.teardown(() => context.close())
-  context.setDefaultTimeout(TIMEOUT)
+  const context = await launchChromium(t)
 
   const consoleErrors: string[] = []
   const pageErrors: string[] = []

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks'
 import type { Test } from 'tap'
 import { PlantStoreClient, type PlantStoreClientOptions } from '../../client/index.js'
 import type { PlantStoreOptions } from '../../src/plugin.js'
-import { buildApp } from '../../src/app.js'
+import { buildApp } from '../../service/app.js'
 import { DEFAULT_OPTIONS, TOKEN } from './app.js'
 
 /** The real service, listening on a free local port, on the given store: its URL. */

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { ConfigSchema } from '../../src/config.js'
+import { ConfigSchema } from '../../service/config.js'
 
 /** The server entry, run as TypeScript source through the loaders tap gave this process. */
-export const SERVER_ENTRY = fileURLToPath(new URL('../../src/server.ts', import.meta.url))
+export const SERVER_ENTRY = fileURLToPath(new URL('../../service/server.ts', import.meta.url))
 
 /** Start-up goes through the TypeScript loader: slow, on a busy machine slower still. */
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
@@ -83,7 +83,7 @@ export interface SpawnOptions {
 }
 
 /**
- * Spawns `node <loaders> src/server.ts` (or `node <args>`) with a clean environment, without
+ * Spawns `node <loaders> service/server.ts` (or `node <args>`) with a clean environment, without
  * waiting for anything. The child is killed (SIGKILL) at the test's teardown if it is still running.
  */
 export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options: SpawnOptions = {}): SpawnedServer {

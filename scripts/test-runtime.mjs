@@ -1,0 +1,147 @@
+// `npm run test:runtime` (CI runs it): the production recipe end to end, as an operator follows
+// it. For each store, the runtime folder (scripts/runtime.mjs) is made for that store alone and
+// installed with `npm ci --omit=dev`; its size and package count are measured and checked (no
+// build, test, lint, bench or document tooling; under 60 MB); then the service is started from
+// it, creates and reads a plant with an id past 2^53, and is stopped with SIGTERM (exit 0).
+// PostgreSQL is skipped with a notice when unreachable, except under CI=true. Last, `npm start`
+// on this unchanged checkout is timed to its first /healthz answer (it must not rebuild).
+import { execFileSync, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import pg from 'pg'
+import { isBuildCurrent, ROOT } from './build-stamp.mjs'
+
+const MAX_MEGABYTES = 60
+const TOOLING = /^(typescript|tap|@tapjs\/.*|eslint|neostandard|esbuild|autocannon|playwright-core|@stoplight\/.*|@redocly\/.*|publint|@arethetypeswrong\/.*|fast-check|openapi-typescript)$/
+const TOKEN = 'runtime-test-token-0123456789'
+const ID = '9223372036854775807'
+const work = mkdtempSync(join(tmpdir(), 'plant-store-runtime-'))
+const pgServer = process.env.PLANT_STORE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
+function run (command, args, cwd) {
+  process.stdout.write(`\n$ (${cwd}) ${command} ${args.join(' ')}\n`)
+  return execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
+}
+
+/** Makes and installs the runtime folder for one store: its path, packages and megabytes. */
+function install (store) {
+  const dir = join(work, store)
+  process.stdout.write(run(process.execPath, [join(ROOT, 'scripts/runtime.mjs'), '--out', dir, '--stores', store], ROOT))
+  run('npm', ['ci', '--omit=dev', '--strict-allow-scripts', '--no-audit', '--no-fund', '--loglevel=error'], dir)
+  const lock = JSON.parse(readFileSync(join(dir, 'node_modules/.package-lock.json'), 'utf8'))
+  const names = Object.keys(lock.packages).map((path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
+  const tooling = names.filter((name) => TOOLING.test(name))
+  if (tooling.length > 0) throw new Error(`the ${store} runtime installs tooling: ${tooling.join(', ')}`)
+  const megabytes = Number(run('du', ['-sb', '.'], dir).split('\t')[0]) / 2 ** 20
+  if (megabytes > MAX_MEGABYTES) throw new Error(`the ${store} runtime takes ${megabytes.toFixed(1)} MB, over ${MAX_MEGABYTES} MB`)
+  return { dir, packages: names.length, megabytes }
+}
+
+/** The address a service started as `child` logs when it listens. */
+function listening (child) {
+  let log = ''
+  child.stdout.setEncoding('utf8')
+  return new Promise((resolve, reject) => {
+    child.stdout.on('data', (chunk) => {
+      log += chunk
+      const found = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(log)
+      if (found) resolve(found[1])
+    })
+    child.once('exit', (code) => reject(new Error(`the service exited (${code}) before listening:\n${log}`)))
+  })
+}
+
+/** Starts `node server.mjs` in `dir`, creates and reads a plant, stops it with SIGTERM. */
+async function exercise (dir, databaseUrl) {
+  const child = spawn(process.execPath, ['server.mjs'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, PORT: '0', DATABASE_URL: databaseUrl, API_TOKENS: TOKEN, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'inherit']
+  })
+  const address = await listening(child)
+  const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
+  const created = await fetch(`${address}/plants`, { method: 'POST', headers, body: `{"id":${ID},"name":"Monstera"}` })
+  const read = await fetch(`${address}/plants?limit=1`, { headers })
+  const [createdText, readText] = [await created.text(), await read.text()]
+  if (created.status !== 200 || createdText !== '{"name":"Monstera"}') throw new Error(`create: ${created.status} ${createdText}`)
+  if (read.status !== 200 || readText !== `[{"id":${ID},"name":"Monstera"}]`) throw new Error(`list: ${read.status} ${readText}`)
+  child.kill('SIGTERM')
+  const [code, signal] = await once(child, 'exit')
+  if (code !== 0) throw new Error(`SIGTERM: the service exited with ${code ?? signal}`)
+}
+
+/** A new database on the PostgreSQL server, or undefined (with the reason) when unreachable. */
+async function postgresDatabase () {
+  const name = `plant_store_runtime_${process.pid}`
+  const client = new pg.Client({ connectionString: pgServer, connectionTimeoutMillis: 2000 })
+  try {
+    await client.connect()
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await client.query(`CREATE DATABASE ${name}`)
+  } catch (error) {
+    return { reason: `PostgreSQL at ${new URL(pgServer).host} is unreachable (${error.message})` }
+  } finally {
+    await client.end().catch(() => {})
+  }
+  const url = new URL(pgServer)
+  url.pathname = `/${name}`
+  const drop = async () => {
+    const admin = new pg.Client({ connectionString: pgServer })
+    await admin.connect()
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+    await admin.end()
+  }
+  return { url: url.href, drop }
+}
+
+/** Seconds from `npm start` to the first /healthz 200, on this checkout as it is. */
+async function timeNpmStart () {
+  const started = performance.now()
+  // Its own process group: npm does not pass signals on to the service, the group gets them.
+  const npm = spawn('npm', ['start', '--silent'], {
+    cwd: ROOT, detached: true, env: { ...process.env, PORT: '0', DATABASE_URL: 'memory:', API_TOKENS: TOKEN }, stdio: ['ignore', 'pipe', 'inherit']
+  })
+  try {
+    const address = await listening(npm)
+    while ((await fetch(`${address}/healthz`).catch(() => undefined))?.status !== 200) await new Promise((resolve) => setTimeout(resolve, 10))
+    return (performance.now() - started) / 1000
+  } finally {
+    process.kill(-npm.pid, 'SIGTERM')
+    await once(npm, 'exit')
+  }
+}
+
+if (!isBuildCurrent()) await import('./build.mjs')
+const results = []
+try {
+  const sqlite = install('sqlite')
+  await exercise(sqlite.dir, `sqlite:${join(work, 'data/plants.db')}`)
+  results.push(['SQLite', sqlite])
+
+  const database = await postgresDatabase()
+  if (database.reason !== undefined) {
+    if (process.env.CI === 'true') throw new Error(database.reason)
+    process.stdout.write(`\nskipped the PostgreSQL runtime: ${database.reason}\n`)
+  } else {
+    try {
+      const postgres = install('postgres')
+      await exercise(postgres.dir, database.url)
+      results.push(['PostgreSQL', postgres])
+    } finally {
+      await database.drop()
+    }
+  }
+} finally {
+  if (!process.argv.includes('--keep')) rmSync(work, { recursive: true, force: true })
+}
+process.stdout.write('\nThe runtime folder, installed with npm ci --omit=dev, started, a plant created and read, SIGTERM: exit 0\n')
+for (const [store, { packages, megabytes }] of results) {
+  process.stdout.write(`  ${store}: ${packages} packages, ${megabytes.toFixed(1)} MB\n`)
+}
+const startSeconds = await timeNpmStart()
+process.stdout.write(`npm start on this unchanged checkout: /healthz answered after ${startSeconds.toFixed(2)} s\n`)
+// About 2 s is the promise; a loaded machine may take longer, a rebuild (~9 s) never passes.
+if (startSeconds > 5) throw new Error('npm start took over 5 s: did it rebuild an unchanged checkout?')
+if (existsSync(work) && process.argv.includes('--keep')) process.stdout.write(`kept in ${work}\n`)

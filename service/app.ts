@@ -1,0 +1,134 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { Server } from 'node:http'
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
+import cors from '@fastify/cors'
+import compression from './compression.js'
+import connections, { type ConnectionsOptions } from './connections.js'
+import docs, { SERVICE_OPENAPI_NAMES } from './docs.js'
+import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
+import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
+import { lazyChildLogger } from './lazy-child-logger.js'
+import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
+import requestLog, { pathOf } from './request-log.js'
+import securityHeaders from './security-headers.js'
+import { connectionLimit, openFilesLimit, readWebhooks, type Config } from './config.js'
+import plantStore, { type PlantStoreOptions } from '../src/plugin.js'
+import { sqliteFileOf } from '../stores/sqlite-files.js'
+
+export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
+  /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */
+  corsOrigins?: readonly string[]
+}
+
+/** The app's options as the configuration gives them: what the server entry and the tests use. */
+export function appOptions (config: Config, tokens: readonly string[]): PlantStoreOptions {
+  return {
+    tokens,
+    store: config.DATABASE_URL,
+    bodyLimit: config.BODY_LIMIT,
+    maxTextLength: config.MAX_TEXT_LENGTH,
+    pressure: {
+      maxEventLoopDelay: config.PRESSURE_MAX_EVENT_LOOP_DELAY,
+      maxEventLoopUtilization: config.PRESSURE_MAX_EVENT_LOOP_UTILIZATION,
+      maxHeapUsedBytes: config.PRESSURE_MAX_HEAP_USED_BYTES
+    },
+    rateLimit: config.RATE_LIMIT_MAX > 0 ? { max: config.RATE_LIMIT_MAX, timeWindow: config.RATE_LIMIT_WINDOW } : undefined,
+    authFailureLimit: config.AUTH_FAILURE_MAX > 0 ? { max: config.AUTH_FAILURE_MAX, timeWindow: config.AUTH_FAILURE_WINDOW } : false,
+    openapi: SERVICE_OPENAPI_NAMES,
+    webhooks: readWebhooks(config)
+  }
+}
+
+/**
+ * Limits that make slow, silent or too many clients let go of the server's sockets. `fdLimit` is
+ * the process's open-files limit, which bounds MAX_CONNECTIONS.
+ */
+export function connectionOptions (config: Config, fdLimit = openFilesLimit()): ServerOptions {
+  // Node looks for expired headers and requests every connectionsCheckingInterval (30 s by
+  // default): a twentieth of the shorter timeout makes each act within 5 % of its setting.
+  const shorter = Math.min(config.HEADERS_TIMEOUT, config.REQUEST_TIMEOUT || Infinity)
+  return {
+    connectionTimeout: config.CONNECTION_TIMEOUT,
+    requestTimeout: config.REQUEST_TIMEOUT,
+    keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
+    maxConnections: connectionLimit(config, fdLimit),
+    minBodyRate: config.BODY_MIN_RATE,
+    bodyRateGrace: config.BODY_RATE_GRACE,
+    maxHeadersCount: config.MAX_HEADERS_COUNT,
+    http: {
+      // Also here: Fastify sets it only after creating the server, which checks headersTimeout
+      // against Node's own default (300 s) first, and REQUEST_TIMEOUT=0 would refuse a longer one.
+      requestTimeout: config.REQUEST_TIMEOUT,
+      headersTimeout: config.HEADERS_TIMEOUT,
+      maxHeaderSize: config.MAX_HEADER_SIZE,
+      connectionsCheckingInterval: Math.max(1, Math.floor(shorter / 20))
+    }
+  }
+}
+
+/** What the log may show: tokens never, whether sent in a header or anywhere in a URL past its plain path. */
+export function loggerOptions (level: string) {
+  return {
+    level,
+    // Nothing of ours logs headers; should anything ever log some, their Authorization is hidden.
+    redact: ['headers.authorization', '*.headers.authorization'],
+    serializers: {
+      req: (request: Partial<FastifyRequest>) => ({
+        method: request.method, url: request.url === undefined ? undefined : pathOf(request.url), remoteAddress: request.ip
+      })
+    }
+  }
+}
+
+/**
+ * Builds the service, ready to listen but not listening: tests and the server entry use this same
+ * factory. `serverOptions` carries what only the entry knows (logger, connection limits).
+ */
+export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
+  const { maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], ...fastifyOptions } = serverOptions
+  const app = Fastify({
+    bodyLimit: options.bodyLimit,
+    // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
+    clientErrorHandler: handleClientError,
+    frameworkErrors: handleFrameworkError,
+    // service/connections.ts answers a request read while closing, in the Error shape.
+    return503OnClosing: false,
+    // Fastify's two lines per request cost ~40 % of a create's CPU; service/request-log.ts logs one
+    // line per request instead, at debug.
+    logController: new LogController({ disableRequestLogging: true }),
+    // A request's child logger is built on its first line, not for every request.
+    childLoggerFactory: lazyChildLogger,
+    ...fastifyOptions,
+    // service/http-protocol.ts answers a request without Host in the Error shape, not Node.
+    http: { requireHostHeader: false, ...fastifyOptions.http }
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  const metrics = createMetrics({ sqliteFile: sqliteFileOf(options.store) })
+
+  // First, so that every answer carries them, even one refused by the next two.
+  await app.register(securityHeaders)
+  // Its hook decides whether a request is taken in at all (not while shutting down).
+  await app.register(connections, { maxConnections, minBodyRate, bodyRateGrace })
+  await app.register(httpProtocol, { maxHeadersCount })
+  // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
+  await app.register(errorHandler, { notFound: true })
+  await app.register(requestLog)
+  if (corsOrigins.length > 0) {
+    // Preflights are answered before any route, so a browser learns what it may send without a token.
+    await app.register(cors, {
+      origin: [...corsOrigins],
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['authorization', 'content-type'],
+      exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+      maxAge: 600
+    })
+  }
+  // Before the routes: it decides, as each is added, which answers may be compressed.
+  await app.register(compression)
+  await app.register(metricsPlugin, { metrics })
+  // Before the routes: swagger collects them as they are added.
+  await app.register(docs)
+  await app.register(plantStore, { ...options, wrapStore: (store) => instrumentStore(store, metrics) })
+  await app.ready()
+  return app
+}

@@ -1,0 +1,220 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { onRequestHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
+import { handleClientError, sendError } from '../plugins/error-handler.js'
+import { addRouteHook } from './route-hooks.js'
+
+export interface ConnectionsOptions {
+  /** The most client connections open at once; 0 for no limit. */
+  maxConnections?: number
+  /** The slowest average a request body may arrive at once `bodyRateGrace` has passed, in bytes/s; 0 for no minimum. */
+  minBodyRate?: number
+  /** How long a request body may take before `minBodyRate` applies, in ms. */
+  bodyRateGrace?: number
+}
+
+/** What the server owes on one client connection. */
+interface Connection {
+  socket: Socket
+  /** Requests taken in and not answered yet. */
+  inFlight: number
+  /** The bytes read when the connection last owed nothing: more bytes mean a request has begun. */
+  quietAt: number
+  /** The answer to the last request taken in. */
+  last?: ServerResponse
+  /** Closes after its current answer (a request answered before its body came): owes nothing more. */
+  ending: boolean
+  /** Accepted so recently that the server has not yet read what its client sent: it may not make room. */
+  fresh: boolean
+  /** When the body of the request being read began, and the bytes read then. */
+  bodySince: number
+  bodyFrom: number
+}
+
+const SHUTTING_DOWN = 'The service is shutting down, try again later'
+// How long a closing connection waits for the client to close its side, in ms.
+const LINGER = 2000
+// How many times within `bodyRateGrace` the bodies being read are checked: it acts within 10 %.
+const BODY_CHECKS_PER_GRACE = 10
+
+/** Whether a request announces a body: one framed by a non-zero Content-Length or chunked. */
+const announcesBody = (headers: IncomingHttpHeaders) =>
+  headers['transfer-encoding'] !== undefined || (headers['content-length'] !== undefined && headers['content-length'] !== '0')
+
+/** The 408 answer Node gives to a request it timed out, given here to one whose body is too slow. */
+const timedOut = (socket: Socket, message: string) =>
+  handleClientError(Object.assign(new Error(message), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket)
+
+/**
+ * The server's connections: how many may be open, what their silence means, and how they end at
+ * shutdown. It tracks what each connection owes (requests taken in and not answered), so that:
+ * - at the connection limit, a connection that owes nothing makes room for a new client, as nginx
+ *   reuses its idle connections: silent or idle connections cannot lock clients out. The first to go
+ *   are those that never completed an authenticated request (oldest first), and only then those that
+ *   did (least recently used first): making room never cuts off a working client for a stranger;
+ * - a request answered before its body came (refused: no token, unknown route, refused type) is
+ *   answered with Connection: close and its connection let go, rather than held while the body trickles in;
+ * - a body that arrives slower than `minBodyRate` on average, once `bodyRateGrace` has passed, is
+ *   answered 408 and its connection closed;
+ * - a connection silent for CONNECTION_TIMEOUT is answered 408 if a request had begun on it, and
+ *   simply closed if it owed nothing; one whose requests are being handled is left to answer them;
+ * - at shutdown, every request taken in is answered, none is handled any more (one read after
+ *   that is answered 503 and stores nothing), and each connection closes once it owes nothing.
+ */
+export default fp<ConnectionsOptions>(async function connections (fastify, options) {
+  const { maxConnections = 0, minBodyRate = 0, bodyRateGrace = 0 } = options
+  const server = fastify.server
+  const open = new Map<Socket, Connection>()
+  // The order in which connections that owe nothing make room: strangers, then the known ones.
+  const strangers = new Set<Connection>()
+  const known = new Set<Connection>()
+  // Connections reading a request body that must keep up with minBodyRate.
+  const receiving = new Set<Connection>()
+  let closing = false
+
+  const owesNothing = (connection: Connection) =>
+    connection.ending || (connection.inFlight === 0 && connection.socket.bytesRead === connection.quietAt)
+
+  /** Closes the first connection that owes nothing in `order`, and has had its first bytes read. */
+  function closeOneOf (order: Set<Connection>): boolean {
+    for (const connection of order) {
+      if (!connection.fresh && owesNothing(connection)) {
+        connection.socket.destroy()
+        return true
+      }
+    }
+    return false
+  }
+
+  // Node itself refuses connections beyond the limit when every open one owes an answer.
+  if (maxConnections > 0) server.maxConnections = maxConnections
+  server.on('connection', (socket: Socket) => {
+    const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, bodySince: 0, bodyFrom: 0 }
+    open.set(socket, connection)
+    strangers.add(connection)
+    socket.once('close', () => {
+      open.delete(socket)
+      strangers.delete(connection)
+      known.delete(connection)
+      receiving.delete(connection)
+    })
+    // Connections are accepted in bursts, and read only at the next turn of the event loop: a new
+    // client that already sent its request must not make room for the one accepted after it.
+    setImmediate(() => setImmediate(() => { connection.fresh = false }))
+    if (maxConnections > 0 && open.size >= maxConnections && !closeOneOf(strangers)) closeOneOf(known)
+  })
+
+  // Route-level hooks run after the scope's: on a route that requires a token, this one runs only
+  // once the token was accepted. Its connection is a known client's, used just now.
+  const knownClient: onRequestHookHandler = (request, _reply, done) => {
+    const connection = open.get(request.raw.socket)
+    if (connection !== undefined) {
+      strangers.delete(connection)
+      known.delete(connection)
+      known.add(connection)
+    }
+    done()
+  }
+  fastify.addHook('onRoute', (route) => {
+    const security = (route.schema as { security?: unknown[] } | undefined)?.security
+    if (security !== undefined && security.length > 0) addRouteHook(route, 'onRequest', knownClient)
+  })
+
+  if (minBodyRate > 0) {
+    const check = setInterval(() => {
+      const now = Date.now()
+      for (const connection of receiving) {
+        const { last, socket } = connection
+        if (last!.req.complete || last!.headersSent) {
+          receiving.delete(connection)
+          continue
+        }
+        const allowed = bodyRateGrace + (socket.bytesRead - connection.bodyFrom) * 1000 / minBodyRate
+        if (now - connection.bodySince < allowed) continue
+        receiving.delete(connection)
+        timedOut(socket, 'Request body too slow')
+      }
+    }, Math.max(1, Math.floor(bodyRateGrace / BODY_CHECKS_PER_GRACE)))
+    check.unref()
+    fastify.addHook('onClose', (_instance, done) => {
+      clearInterval(check)
+      done()
+    })
+  }
+
+  // With a listener here, Node no longer destroys a connection that timed out: this decides.
+  server.on('timeout', (socket: Socket) => {
+    const connection = open.get(socket)
+    /* c8 ignore next: a socket leaves the map when it closes, and a closed socket has no timer */
+    if (connection === undefined) return socket.destroy()
+    if (owesNothing(connection)) return socket.destroy()
+    const { inFlight, last } = connection
+    const receiving = inFlight === 0 || (inFlight === 1 && !last!.req.complete && !last!.headersSent)
+    // The same 408 as Node's own request timeout; nothing was handled, since the request is incomplete.
+    if (receiving) return timedOut(socket, 'Connection timed out')
+    // A client that does not read its answer; otherwise the service is still working on the answers it owes.
+    if (socket.writableLength > 0) socket.destroy()
+  })
+
+  /**
+   * Half-closes a connection that owes nothing, then reads on until the client closes its side:
+   * closing with unread bytes (a client's pipelined requests) would reset the connection and could
+   * lose the answers just written. A client that never closes is cut off after LINGER.
+   */
+  function closeGently (socket: Socket) {
+    socket.end()
+    setTimeout(() => socket.destroy(), LINGER).unref()
+  }
+
+  fastify.addHook('onRequest', (request, reply, done) => {
+    const socket = request.raw.socket
+    const connection = open.get(socket)
+    // inject() requests come through no connection of the server.
+    if (connection === undefined) return done()
+    // Read after its connection began to close: not taken in, and no answer can follow.
+    if (socket.writableEnded) return reply.hijack()
+    connection.inFlight++
+    connection.last = reply.raw
+    if (minBodyRate > 0 && announcesBody(request.headers)) {
+      connection.bodySince = Date.now()
+      connection.bodyFrom = socket.bytesRead
+      receiving.add(connection)
+    }
+    // 'close' follows the end of the answer, or the loss of the connection.
+    reply.raw.once('close', () => {
+      if (--connection.inFlight > 0) return
+      connection.quietAt = socket.bytesRead
+      if (closing) closeGently(socket)
+    })
+    if (!closing) return done()
+    // Read while shutting down: answered, not handled. Fastify marks such an answer
+    // Connection: close, which would end the connection before the answers queued behind it.
+    reply.raw.removeHeader('connection')
+    sendError(reply, 503, SHUTTING_DOWN)
+  })
+
+  // An answer sent before the request's body has come: the request was refused (it cannot succeed
+  // whatever its body), and the connection is let go at once rather than held while the body
+  // trickles in; the rest of the body is not read.
+  fastify.addHook('onSend', (request, reply, _payload, done) => {
+    const raw = request.raw
+    if (raw.complete || !announcesBody(raw.headers)) return done()
+    // The answer may be written within the read of the request's first bytes: first let the parser
+    // read what has come already, so that a body sent whole with its headers keeps the connection.
+    setImmediate(() => {
+      if (!raw.complete) {
+        reply.header('connection', 'close')
+        const connection = open.get(raw.socket)
+        if (connection !== undefined) connection.ending = true
+      }
+      done()
+    })
+  })
+
+  fastify.addHook('preClose', (done) => {
+    closing = true
+    for (const [socket, connection] of open) if (connection.inFlight === 0) closeGently(socket)
+    done()
+  })
+}, { name: 'plant-store-connections' })

@@ -1,0 +1,124 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { guardStore } from './guard.js'
+import { createMemoryStore } from './memory.js'
+import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
+import type { PostgresStoreOptions } from './postgres.js'
+
+export { STORE_METHODS, type ListOptions, type PlantStore } from './types.js'
+export type { PostgresStoreOptions, StoreLog } from './postgres.js'
+
+/**
+ * A host's pg.Pool, as far as the plugin needs to tell one (structurally: the plugin's types do
+ * not require pg's). The PostgreSQL store uses it and never ends it.
+ */
+export interface PgPool {
+  connect (): Promise<unknown>
+  query (...args: never[]): unknown
+  end (): Promise<void>
+}
+
+/** Whether a store option is a pool rather than a PlantStore. */
+export const isPool = (value: unknown): value is PgPool => typeof value === 'object' && value !== null && !isPlantStore(value) &&
+  ['connect', 'query', 'end'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
+
+/**
+ * The store URLs understood: `memory:`, `sqlite:<path>` and `postgres://…` (or `postgresql://…`).
+ * `sqlite::memory:` is refused: SQLite would keep nothing durable (and better-sqlite3 would make a
+ * file of that name); `memory:` is the store in memory.
+ */
+export const STORE_URL_PATTERN = '^(memory:$|sqlite:(?!:memory:$).+|postgres(ql)?://)'
+
+/** A store that cannot be opened: a setting to fix, not a request to retry. */
+export class StoreOpenError extends Error {
+  override name = 'StoreOpenError'
+}
+
+/**
+ * Loads a store's module. Its driver (better-sqlite3, pg) is an optional peer dependency that the
+ * host installs for the store it uses: when it is missing, the error says which to install.
+ */
+export async function loadDriver<M> (driver: string, load: () => Promise<M>): Promise<M> {
+  try {
+    return await load()
+  } catch (cause) {
+    // Matched by message: ERR_MODULE_NOT_FOUND is also raised for a missing file of our own.
+    if (String((cause as Error).message).startsWith(`Cannot find package '${driver}'`)) {
+      throw new StoreOpenError(`${driver} is not installed: npm install ${driver}`, { cause })
+    }
+    throw cause
+  }
+}
+
+/**
+ * Opens the store a URL names (the DATABASE_URL setting). A PostgreSQL server that is down is not
+ * an open error: that store resolves and answers 503 until the server is back.
+ */
+export async function openStore (url: string | PgPool, postgres: PostgresStoreOptions = {}): Promise<PlantStore> {
+  if (typeof url !== 'string') {
+    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres.js'))
+    return openPostgres(() => openPostgresStore(url as never, postgres))
+  }
+  if (url === 'memory:') return createMemoryStore()
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length)
+    // Each driver is loaded only when its store is used: it shortens start-up.
+    const { openSqliteStore } = await loadDriver('better-sqlite3', () => import('./sqlite.js'))
+    try {
+      return openSqliteStore(path)
+    } catch (cause) {
+      throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
+    }
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres.js'))
+    return openPostgres(() => openPostgresStore(url, postgres))
+  }
+  throw new StoreOpenError(`unsupported store URL "${url}": use memory:, sqlite:<path> or postgres://…`)
+}
+
+async function openPostgres (open: () => Promise<PlantStore>): Promise<PlantStore> {
+  try {
+    return await open()
+  } catch (cause) {
+    // The URL itself is left out of the message: it may hold a password.
+    throw new StoreOpenError(`PostgreSQL: ${(cause as Error).message}`, { cause })
+  }
+}
+
+const DECORATOR = 'plantStore'
+
+/**
+ * The store this plugin decorated the scope with. Its type is not declared on FastifyInstance:
+ * such a declaration would reach every host app's instance, where the decorator is not.
+ */
+export const storeOf = (fastify: FastifyInstance): PlantStore =>
+  (fastify as unknown as Record<typeof DECORATOR, PlantStore>)[DECORATOR]
+
+export interface StoreOptions {
+  /**
+   * A store URL to open (and close with the app), a host's pg.Pool to open the PostgreSQL store
+   * on (closed with the app, the pool left open), or a store the caller owns.
+   */
+  store: string | PgPool | PlantStore
+  /** The PostgreSQL store's table and pool settings. */
+  postgres?: Omit<PostgresStoreOptions, 'log'>
+  /** Wraps the store the routes use, e.g. to time its operations. */
+  wrap?: (store: PlantStore) => PlantStore
+}
+
+/** The store the routes use: the given or opened one, its failures classified, then wrapped. */
+export default fp<StoreOptions>(async function store (fastify, { store, postgres, wrap = (plain) => plain }) {
+  const owned = typeof store === 'string' || isPool(store)
+  // The store's own warnings (a table turned unusable) go to the app's log.
+  const log = { warn: (message: string) => fastify.log.warn(message), info: (message: string) => fastify.log.info(message) }
+  const opened = owned ? await openStore(store, { ...postgres, log }) : store as PlantStore
+  const plantStore = wrap(guardStore(opened))
+  if (!isPlantStore(plantStore)) {
+    if (owned) await opened.close()
+    throw new TypeError(`plant-store: option wrapStore returned no store: it must return an object implementing PlantStore (${STORE_METHODS.join(', ')})`)
+  }
+  fastify.decorate(DECORATOR, plantStore)
+  // onClose runs once the server has stopped and the requests in flight are answered.
+  if (owned) fastify.addHook('onClose', () => plantStore.close())
+}, { name: 'plant-store-store' })

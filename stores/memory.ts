@@ -1,0 +1,35 @@
+import type { NewPlant, Plant } from '../schemas/index.js'
+import { PlantExistsError } from '../plugins/http-errors.js'
+import { SortedIds } from './sorted-ids.js'
+import { toPlant, type ListOptions, type PlantStore } from './types.js'
+
+/** A store in the process's memory: for tests and trials, gone when the process ends. */
+export function createMemoryStore (): PlantStore {
+  const plants = new Map<bigint, Plant>()
+  const sortedIds = new SortedIds() // a page is a search and a walk, in O(log n + limit)
+  return {
+    async create ({ id, name, tag }: NewPlant) {
+      if (plants.has(id)) throw new PlantExistsError()
+      const plant = toPlant(name, tag)
+      plants.set(id, plant)
+      sortedIds.add(id)
+      return plant
+    },
+    async get (id: bigint) {
+      return plants.get(id)
+    },
+    async list ({ after, limit }: ListOptions) {
+      return sortedIds.page(after, limit).map((id) => ({ id, ...plants.get(id)! }))
+    },
+    async delete (id: bigint) {
+      if (!plants.delete(id)) return false
+      sortedIds.delete(id)
+      return true
+    },
+    async ping () {},
+    async close () {
+      plants.clear()
+      sortedIds.clear()
+    }
+  }
+}

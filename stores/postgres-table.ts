@@ -1,0 +1,80 @@
+import pg from 'pg'
+
+/** Where the PostgreSQL store keeps its plants: a table, in a schema or else on the search_path. */
+export interface TableName {
+  schema?: string
+  table: string
+}
+
+export const DEFAULT_TABLE = 'plants'
+
+/** The name as SQL: each part quoted, so that it means exactly what was given. */
+export const sqlName = ({ schema, table }: TableName) =>
+  schema === undefined ? pg.escapeIdentifier(table) : `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`
+
+export const createTableSql = (name: TableName) =>
+  `CREATE TABLE IF NOT EXISTS ${sqlName(name)} (id int8 PRIMARY KEY, name text NOT NULL, tag text)`
+
+// The columns the store reads and writes, with the types it binds and reads back; tag must take NULL.
+const COLUMNS: ReadonlyArray<[string, string]> = [['id', 'bigint'], ['name', 'text'], ['tag', 'text']]
+
+/** What the catalog says of the table, in one round trip: everything the store relies on. */
+export const TABLE_SHAPE_SQL = `SELECT n.nspname AS schema, c.relkind::text AS kind,
+  has_table_privilege(c.oid, 'SELECT') AS can_select,
+  has_table_privilege(c.oid, 'INSERT') AS can_insert,
+  has_table_privilege(c.oid, 'DELETE') AS can_delete,
+  (SELECT coalesce(json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod), 'notNull', a.attnotnull)
+    ORDER BY a.attnum), '[]') FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped) AS columns,
+  (SELECT coalesce(json_agg(a.attname ORDER BY a.attname), '[]') FROM pg_index i
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
+    WHERE i.indrelid = c.oid AND i.indisprimary) AS primary_key,
+  (SELECT coalesce(json_agg(con.conname ORDER BY con.conname), '[]') FROM pg_constraint con
+    WHERE con.conrelid = c.oid AND con.contype NOT IN ('p', 'n')) AS constraints
+  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`
+
+export interface TableShape {
+  schema: string
+  kind: string
+  can_select: boolean
+  can_insert: boolean
+  can_delete: boolean
+  columns: Array<{ name: string, type: string, notNull: boolean }>
+  primary_key: string[]
+  constraints: string[]
+}
+
+const list = (names: string[]) => names.join(', ')
+
+/** What makes `shape` unusable for the store, each in a few words; none when it is the store's table. */
+export function shapeProblems (shape: TableShape): string[] {
+  if (shape.kind !== 'r' && shape.kind !== 'p') return ['it is not a table (a view or another kind of relation)']
+  const problems: string[] = []
+  const columns = new Map(shape.columns.map((column) => [column.name, column]))
+  for (const [name, type] of COLUMNS) {
+    const column = columns.get(name)
+    if (column === undefined) problems.push(`it has no column ${name}`)
+    else if (column.type !== type) problems.push(`column ${name} is ${column.type}, not ${type}`)
+  }
+  if (columns.get('tag')?.notNull) problems.push('column tag is NOT NULL, and a plant may have no tag')
+  const others = shape.columns.map(({ name }) => name).filter((name) => !COLUMNS.some(([known]) => known === name))
+  if (others.length > 0) problems.push(`it has other columns (${list(others)})`)
+  if (shape.primary_key.join() !== 'id') {
+    problems.push(shape.primary_key.length === 0 ? 'it has no primary key' : `its primary key is (${list(shape.primary_key)}), not (id)`)
+  }
+  if (shape.constraints.length > 0) problems.push(`it has constraints of its own (${list(shape.constraints)})`)
+  const granted = { SELECT: shape.can_select, INSERT: shape.can_insert, DELETE: shape.can_delete }
+  const denied = Object.entries(granted).flatMap(([privilege, yes]) => yes ? [] : [privilege])
+  if (denied.length > 0) problems.push(`the database user may not ${list(denied)} on it`)
+  return problems
+}
+
+/** The table is not one the store can use: a setting to fix (at start) or an outage (later): never a 500. */
+export class TableShapeError extends Error {
+  override name = 'TableShapeError'
+}
+
+/** The one log line (and start-up refusal) that says what is wrong with the table and what to do. */
+export function tableShapeError (name: TableName, schema: string, problems: string[]): TableShapeError {
+  return new TableShapeError(`plant-store: the PostgreSQL table ${schema}.${name.table} is not one plant-store can use: ` +
+    `${problems.join('; ')}. Fix the table, or give plant-store a table of its own with the postgres.schema or postgres.table option`)
+}

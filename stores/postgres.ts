@@ -1,0 +1,377 @@
+import pg from 'pg'
+import type { NewPlant, Plant } from '../schemas/index.js'
+import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
+import { classify, isSettingError, PostgresFailure } from './postgres-failures.js'
+import {
+  createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
+} from './postgres-table.js'
+import { toPlant, type ListOptions, type PlantStore } from './types.js'
+
+// Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
+// request fails with 503 within about 2 s when the server is down, unreachable or stuck. The
+// server cancels a slow statement first, which keeps the connection; our own deadline, a little
+// later, is the backstop for a server that does not answer at all.
+const CONNECT_TIMEOUT_MS = 1000
+const STATEMENT_TIMEOUT_MS = 800
+const DEADLINE_AFTER_STATEMENT_MS = 200
+// A row another transaction holds (an insert of the same id not yet committed) is waited for this
+// long: far longer than another instance's commit takes, short enough to try each row of a batch
+// alone after it and still answer within the bound above.
+const LOCK_TIMEOUT_MS = 300
+// A migration is a few statements, some of which wait for another instance's migration.
+const MIGRATION_TIMEOUT_MS = 5000
+// While the table is unusable, operations fail at once (503) and the catalog is asked again at most this often.
+const RECHECK_MS = 1000
+
+const INT8_OID = pg.types.builtins.INT8
+
+// int8 as an exact BigInt for the store's own queries only: pg.types.setTypeParser, or a pool's
+// `types`, would change what a host's queries get too (on a shared pool).
+const TYPES = {
+  getTypeParser: (oid: number, format?: string) =>
+    oid === INT8_OID && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format as 'text')
+} as pg.CustomTypesConfig
+
+/** Where the store's warnings go: the plugin passes its logger. */
+export interface StoreLog {
+  warn (message: string): void
+  info (message: string): void
+}
+
+/** The PostgreSQL store's options (the plugin's `postgres` option). */
+export interface PostgresStoreOptions {
+  /** The schema of the table; default: the first schema of the search_path (public). */
+  schema?: string
+  /** The table's name. */
+  table?: string
+  /** The most connections of the store's own pool (not of a shared one). */
+  poolSize?: number
+  /** How long to wait for a connection of the store's own pool, in ms. */
+  connectionTimeout?: number
+  /** How long an idle connection of the store's own pool is kept, in ms. */
+  idleTimeout?: number
+  /** The longest a statement may take, in ms; the server cancels it then (on the store's own pool). */
+  statementTimeout?: number
+  log?: StoreLog
+}
+
+const noLog: StoreLog = { warn () {}, info () {} }
+
+interface PlantRow { id: bigint, name: string, tag: string | null }
+
+interface PendingCreate {
+  plant: NewPlant
+  resolve: (plant: Plant) => void
+  reject: (error: unknown) => void
+}
+
+// In ascending id order: batches take their row locks in one order, so that none can wait for
+// another while holding a row the other waits for (a deadlock).
+const insertBatchSql = (table: string) => `INSERT INTO ${table} (id, name, tag)
+  SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
+  ON CONFLICT (id) DO NOTHING RETURNING id`
+// Per table: a named statement is prepared once per connection, under its name.
+const insertBatchName = (table: string) => `plant-store-insert-batch ${table}`
+
+// A read-only database (a standby after a failover) answers reads but refuses every create: it is
+// not ready; nor is a table that cannot be read (locked whole, changed). Its shape is checked after.
+const pingSql = (table: string) => `SELECT current_setting('transaction_read_only') = 'off' AS writable,
+  EXISTS (SELECT id, name, tag FROM ${table}) AS readable`
+
+// A pooled client's socket failure is also emitted as 'error': unheard, that would crash the process.
+function ignore () {}
+
+/** A query of the store's own: ids come back as BigInt. */
+const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], name?: string) =>
+  client.query<R>({ text, values, name, types: TYPES })
+
+/**
+ * Runs `work` on a pooled connection within `timeout` ms, and classifies a failure by where it
+ * happened (see Where). The connection is reused after a failure only when the server answered it
+ * and the session is in a known state; otherwise the pool closes it.
+ */
+async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Promise<R>, timeout: number): Promise<R> {
+  let client: pg.PoolClient
+  try {
+    client = await pool.connect()
+  } catch (error) {
+    throw classify(error, true, false)
+  }
+  let lost = false
+  const onLost = () => { lost = true }
+  client.on('error', onLost).on('end', onLost)
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      lost = true
+      reject(new Error(`PostgreSQL did not answer within ${timeout} ms`))
+    }, timeout)
+  })
+  // Released, the client is the pool's again: its own listener hears of an idle connection's end.
+  const done = () => {
+    clearTimeout(timer)
+    client.removeListener('error', onLost).removeListener('end', onLost)
+  }
+  try {
+    const result = await Promise.race([work(client), deadline])
+    done()
+    client.release()
+    return result
+  } catch (error) {
+    done()
+    const failure = classify(error, false, lost)
+    // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
+    // A read-only session is dropped, so that a database made writable again is used as such.
+    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === undefined)
+    client.release(!reusable)
+    throw failure
+  }
+}
+
+/** Throws a `table` failure when the table is not one the store can use (a `schema` one when it is gone). */
+async function checkShape (client: pg.PoolClient, name: TableName) {
+  const { rows: [shape] } = await query<TableShape>(client, TABLE_SHAPE_SQL, [sqlName(name)])
+  // Gone since the migration or the ping's read of it (dropped meanwhile): made again, as for 42P01.
+  /* c8 ignore next */
+  if (shape === undefined) throw new PostgresFailure('schema', new Error(`the table ${sqlName(name)} is gone`))
+  const problems = shapeProblems(shape)
+  if (problems.length > 0) throw new PostgresFailure('table', tableShapeError(name, shape.schema, problems))
+}
+
+/** Creates the table (and its schema) when it is not there, then checks that it is one the store can use. */
+async function migrate (client: pg.PoolClient, name: TableName) {
+  await client.query('BEGIN')
+  try {
+    // Instances starting together take turns; the lock ends with the transaction.
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
+    const { rows: [{ present }] } = await query<{ present: boolean }>(client, 'SELECT to_regclass($1) IS NOT NULL AS present', [sqlName(name)])
+    if (!present) {
+      // Made only when missing: CREATE ... IF NOT EXISTS would need the CREATE privilege even then.
+      if (name.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
+      await client.query(createTableSql(name))
+    }
+    await client.query('COMMIT')
+  } catch (error) {
+    await client.query('ROLLBACK').catch(ignore)
+    throw error
+  }
+  await checkShape(client, name)
+}
+
+/** What a failure means to a client: 503 when the store could not answer, the error itself for a bug. */
+function answerFor (failure: PostgresFailure): Error {
+  return failure.where === undefined ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
+}
+
+/**
+ * A store in a PostgreSQL database, shared by any number of service instances, on a pool of its
+ * own (for a URL) or on a host's `pg.Pool`, which it uses and never ends. It resolves even when
+ * the server is down: the table is then created by the first operation that reaches it. A table
+ * there already is checked first (postgres-table.ts): one of another shape is refused now, and
+ * makes the store answer 503 when it changes later. A create resolves after COMMIT, which with
+ * PostgreSQL's default synchronous_commit=on means the row is flushed to the write-ahead log on
+ * stable storage.
+ */
+export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore> {
+  const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
+  const name: TableName = { schema, table }
+  const tableSql = sqlName(name)
+  const insertBatch = { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
+  const ping = pingSql(tableSql)
+  const queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
+  const shared = typeof source !== 'string'
+  const pool = shared
+    ? source
+    : new pg.Pool({
+      connectionString: source,
+      max: options.poolSize,
+      connectionTimeoutMillis: options.connectionTimeout ?? CONNECT_TIMEOUT_MS,
+      idleTimeoutMillis: options.idleTimeout,
+      statement_timeout: statementTimeout,
+      lock_timeout: Math.min(LOCK_TIMEOUT_MS, statementTimeout)
+    })
+  // The pool drops a broken idle connection and opens another when needed; without a listener,
+  // a connection the server closes (restart, failover) would crash the process. A shared pool's
+  // listener is its owner's.
+  if (!shared) pool.on('error', ignore)
+
+  // The table's state: checked (and made) once, then again whenever an operation finds it changed.
+  let migration: Promise<void> | undefined
+  let started = false
+  let unusable: string | undefined // what was logged of the table last
+  const migrated = () => {
+    const current = migration ??= withClient(pool, (client) => migrate(client, name), MIGRATION_TIMEOUT_MS).then(() => {
+      if (unusable !== undefined) log.info(`plant-store: the PostgreSQL table ${tableSql} can be used again`)
+      unusable = undefined
+    }, (error) => {
+      const failure = error as PostgresFailure
+      if (failure.where !== 'table') {
+        migration = undefined
+        throw error
+      }
+      // One line when the table turns unusable, not one per request; a start-up refusal says it itself.
+      const message = (failure.cause as Error).message
+      if (started && message !== unusable) log.warn(message)
+      unusable = message
+      // Meanwhile every operation fails at once, without asking the database.
+      // c8: whether a recheck replaced this attempt within RECHECK_MS depends on timing alone.
+      /* c8 ignore next */
+      setTimeout(() => { if (migration === current) migration = undefined }, RECHECK_MS).unref()
+      throw error
+    })
+    return current
+  }
+  /** Has the table checked again, unless another failure did so already since `used`. */
+  function recheck (used: Promise<void>) {
+    if (migration === used) migration = undefined
+    return migrated()
+  }
+
+  /**
+   * Runs `work` once the table is there and usable. After a failure that is not the id's nor an
+   * outage's (a column renamed, the primary key dropped, a privilege revoked, the table dropped),
+   * the table is checked again: an unusable one makes the failure a `table` one (503), a missing
+   * one is made again and the work tried once more. Once more too when the session's prepared
+   * statements were not what the driver held (on another connection: withClient closed that one).
+   */
+  async function run<R> (work: (client: pg.PoolClient, used: Promise<void>) => Promise<R>, again = true): Promise<R> {
+    const used = migrated()
+    await used
+    try {
+      return await withClient(pool, (client) => work(client, used), queryTimeout)
+    } catch (error) {
+      const { where } = error as PostgresFailure
+      if (where === 'session' && again) return run(work, false)
+      if (where !== 'schema' && where !== 'table' && where !== undefined) throw error
+      await recheck(used)
+      if (where === 'schema' && again) return run(work, false)
+      throw error
+    }
+  }
+
+  /**
+   * Ids that come back as anything but int8 mean the table was changed under the store (a column
+   * retyped): it is checked again, which fails (503) when the change makes it unusable.
+   */
+  const checkIds = (result: pg.QueryResult, used: Promise<void>) => result.fields[0].dataTypeID === INT8_OID
+    ? undefined
+    : recheck(used).then(undefined, (error: unknown) => { throw answerFor(error as PostgresFailure) })
+
+  /** `run`, with a failure turned into what it means to a client. */
+  async function answered<R> (work: (client: pg.PoolClient, used: Promise<void>) => Promise<R>): Promise<R> {
+    try {
+      return await run(work)
+    } catch (error) {
+      throw answerFor(error as PostgresFailure)
+    }
+  }
+
+  try {
+    await migrated()
+  } catch (error) {
+    // A server that is down is retried by the first operation; a setting to fix is refused now.
+    if (isSettingError(error as PostgresFailure)) {
+      if (!shared) await pool.end()
+      throw (error as PostgresFailure).cause
+    }
+  }
+  started = true
+
+  /**
+   * Inserts the first plant of each group (the creates of one id) and settles every create: the
+   * first resolves when its row is inserted; the others are 409 once the id is stored (by it or
+   * before), and share the failure when the insert failed.
+   */
+  async function insertGroups (groups: PendingCreate[][]): Promise<void> {
+    const plants = groups.map(([first]) => first.plant)
+    let inserted: Set<string>
+    let result: pg.QueryResult<{ id: unknown }>
+    let used: Promise<void>
+    try {
+      // A named statement: each connection parses and plans it once (~10 % more creates per second
+      // in the bench, beside pgbench's INSERT).
+      const values = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
+      result = await run((client, migration) => {
+        used = migration
+        return query<{ id: unknown }>(client, insertBatch.text, values, insertBatch.name)
+      })
+      // Compared as decimal text: whatever type the ids came back as, an id inserted is never taken for a 409.
+      inserted = new Set(result.rows.map(({ id }) => String(id)))
+    } catch (error) {
+      const failure = error as PostgresFailure
+      // A row that another transaction holds made the whole statement give up: each row alone, so
+      // that only its own creates wait for it (and fail, if it is still held).
+      if (failure.where === 'wait' && groups.length > 1) {
+        await Promise.all(groups.map((group) => insertGroups([group])))
+        return
+      }
+      const answer = answerFor(failure)
+      for (const { reject } of groups.flat()) reject(answer)
+      return
+    }
+    for (const [first, ...repeats] of groups) {
+      if (inserted.has(String(first.plant.id))) first.resolve(toPlant(first.plant.name, first.plant.tag))
+      else first.reject(new PlantExistsError())
+      for (const { reject } of repeats) reject(new PlantExistsError())
+    }
+    // The rows are in, and answered as such; the table is checked after (its failure is logged there).
+    await checkIds(result, used!)?.catch(ignore)
+  }
+
+  // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
+  // INSERT, so they share one round trip and one WAL flush. The database's own primary key
+  // decides: an id it did not insert is taken (409). A repeat of an id within the batch waits
+  // for the verdict on the first.
+  let pending: PendingCreate[] = []
+  function insertPending () {
+    const batch = pending
+    pending = []
+    const groups = new Map<bigint, PendingCreate[]>()
+    for (const create of batch) {
+      const same = groups.get(create.plant.id)
+      if (same) same.push(create)
+      else groups.set(create.plant.id, [create])
+    }
+    return insertGroups([...groups.values()])
+  }
+
+  return {
+    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
+      if (pending.length === 0) setImmediate(insertPending)
+      pending.push({ plant, resolve, reject })
+    }),
+    async get (id: bigint) {
+      const { rows: [row] } = await answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${tableSql} WHERE id = $1`, [id]))
+      return row && toPlant(row.name, row.tag)
+    },
+    async list ({ after, limit }: ListOptions) {
+      let used: Promise<void>
+      const result = await answered((client, migration) => {
+        used = migration
+        return after === undefined
+          ? query<PlantRow>(client, `SELECT id, name, tag FROM ${tableSql} ORDER BY id LIMIT $1`, [limit])
+          : query<PlantRow>(client, `SELECT id, name, tag FROM ${tableSql} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
+      })
+      await checkIds(result, used!)
+      return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
+    },
+    async delete (id: bigint) {
+      const { rowCount } = await answered((client) => query(client, `DELETE FROM ${tableSql} WHERE id = $1`, [id]))
+      return rowCount === 1
+    },
+    async ping () {
+      // A probe looks at the table again at once, rather than repeat an unusable one's verdict.
+      if (unusable !== undefined) migration = undefined
+      await answered(async (client) => {
+        const { rows: [{ writable }] } = await query<{ writable: boolean }>(client, ping)
+        // Thrown inside, so that the read-only session is closed rather than pooled.
+        if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
+        await checkShape(client, name)
+      })
+    },
+    async close () {
+      // A shared pool is its owner's to end.
+      if (!shared && !pool.ending) await pool.end()
+    }
+  }
+}

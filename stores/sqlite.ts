@@ -1,0 +1,292 @@
+import { closeSync, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs'
+import { dirname, resolve } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import Database, { SqliteError } from 'better-sqlite3'
+import type { NewPlant, Plant } from '../schemas/index.js'
+import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
+import { sqliteFiles } from './sqlite-files.js'
+import { toPlant, type ListOptions, type PlantStore } from './types.js'
+
+// Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
+const MIGRATIONS = [
+  'CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT) STRICT'
+]
+
+// The file cannot be written or reached for now (locked, read-only, disk full, I/O error): the
+// client may retry later. Anything else, such as a corrupt file, is a 500.
+const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|PROTOCOL)/
+
+// better-sqlite3 is synchronous: a busy_timeout would wait for another process's lock with the
+// event loop blocked, and every request with it. A statement fails at once instead and is tried
+// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503.
+const BUSY_WAIT_MS = 250
+const BUSY_RETRY_MS = 10
+// Opening happens before the service takes requests: there, blocking for the lock is harmless.
+const OPEN_BUSY_TIMEOUT_MS = 1000
+
+// The write-ahead log is checkpointed (copied into the database) as it grows, but it cannot start
+// over while another connection reads an older snapshot: then it keeps growing. Past this size, a
+// timer tries a TRUNCATE checkpoint every WAL_CHECK_MS, which succeeds once readers allow; and
+// SQLite itself truncates it back to this size when it starts over (journal_size_limit).
+export const WAL_LIMIT_BYTES = 4 * 1024 * 1024
+const WAL_CHECK_MS = 1000
+
+interface PlantRow { id: bigint, name: string, tag: string | null }
+
+interface PendingCreate {
+  plant: NewPlant
+  resolve: (plant: Plant) => void
+  reject: (error: unknown) => void
+}
+
+function migrate (db: Database.Database) {
+  const version = Number(db.pragma('user_version', { simple: true }))
+  for (let next = version; next < MIGRATIONS.length; next++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[next])
+      db.pragma(`user_version = ${next + 1}`)
+    })()
+  }
+}
+
+/**
+ * Creates `directory` and its missing parents one level at a time. Node's recursive mkdir takes a
+ * parent that exists but cannot hold children (procfs answers ENOENT, so does a dangling symlink)
+ * for a missing one and retries it forever; here a second ENOENT is final.
+ */
+function makeDirectory (directory: string) {
+  try {
+    mkdirSync(directory)
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException
+    if (code === 'EEXIST') return
+    // The root (or '.') exists: the walk up ends there at the latest.
+    if (code !== 'ENOENT') throw error
+    makeDirectory(dirname(directory))
+    mkdirSync(directory)
+  }
+}
+
+// A new file's directory entry must reach the disk too, or a power cut can lose the whole file.
+function syncDirectory (directory: string) {
+  const fd = openSync(directory, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+function translate (error: unknown): unknown {
+  if (!(error instanceof SqliteError)) return error
+  if (error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return new PlantExistsError()
+  if (UNAVAILABLE_CODES.test(error.code)) return new StoreUnavailableError({ cause: error })
+  return error
+}
+
+const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY')
+
+/** Runs `operation`, again every BUSY_RETRY_MS while another connection holds the lock it needs. */
+async function retriedWhileBusy<R> (operation: () => R): Promise<R> {
+  const deadline = performance.now() + BUSY_WAIT_MS
+  for (;;) {
+    try {
+      return operation()
+    } catch (error) {
+      if (!isBusy(error) || performance.now() >= deadline) throw error
+    }
+    await sleep(BUSY_RETRY_MS)
+  }
+}
+
+/** The file at `path` now, or undefined when there is none. */
+function statOf (path: string): Stats | undefined {
+  try {
+    return statSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && now.ino === opened.ino && now.dev === opened.dev
+
+/**
+ * A store in one SQLite file, created with its folder on first use. WAL with synchronous=FULL
+ * fsyncs every commit, so a create resolves only once the plant is on stable storage.
+ * better-sqlite3 is synchronous: each statement, and each commit's fsync, holds the event loop.
+ */
+export function openSqliteStore (path: string): PlantStore {
+  const file = resolve(path)
+  makeDirectory(dirname(file))
+  const db = new Database(file)
+  try {
+    db.pragma('journal_mode = WAL')
+    // Set after the switch to WAL, whose own default would be weaker.
+    db.pragma('synchronous = FULL')
+    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
+    // Without this, ids past 2^53 are read back rounded, silently.
+    db.defaultSafeIntegers(true)
+    db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`)
+    migrate(db)
+    syncDirectory(dirname(file))
+    db.pragma('busy_timeout = 0')
+  } catch (error) {
+    db.close()
+    throw error
+  }
+
+  const insert = db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)')
+  const select = db.prepare<[bigint], PlantRow>('SELECT id, name, tag FROM plants WHERE id = ?')
+  const firstPage = db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?')
+  const nextPage = db.prepare<[bigint, number], PlantRow>(
+    'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?')
+  const remove = db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?')
+  const check = db.prepare('SELECT 1')
+
+  // A write to a file that was removed or replaced since it was opened would be acknowledged and
+  // then lost: each write and each ping compare the inodes of the database, its -wal and its -shm
+  // with the ones opened (three stats are a few microseconds beside a commit's fsync). Reads, which
+  // lose nothing, use the last verdict.
+  const paths = sqliteFiles(file)
+  const opened = paths.map((path) => statSync(path))
+  let lost = false
+  let leftNothing = false
+  function assertFileKept () {
+    const found = paths.map(statOf)
+    lost = !found.every((now, i) => isSame(now, opened[i]))
+    if (!lost) return
+    // Another file at one of the paths, or our log gone: ours can never be at the path again.
+    const replaced = found.some((now, i) => now !== undefined && !isSame(now, opened[i]))
+    if (!leftNothing && (replaced || found[1] === undefined)) leaveNothingBehind()
+    throw new StoreUnavailableError({ cause: new Error(`${file} (or its -wal or -shm) was removed or replaced while open`) })
+  }
+  /**
+   * Once a file is not the one opened, what is still ours must not be applied to another: SQLite
+   * reads whatever -wal and -shm lie beside a database as that database's, and would lay this
+   * database's pages over a file moved in. Our log's plants are first copied into our database,
+   * when that is still at the path (the log alone was removed); then our -wal and -shm are removed
+   * from the path.
+   */
+  function leaveNothingBehind () {
+    leftNothing = true
+    try {
+      if (isSame(statOf(file), opened[0])) db.pragma('wal_checkpoint(FULL)')
+    /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
+    } catch {
+      // Its log goes with it.
+    }
+    for (const [i, path] of paths.entries()) {
+      try {
+        if (i > 0 && isSame(statOf(path), opened[i])) unlinkSync(path)
+      /* c8 ignore next 3: only a removal between the stat and the unlink lands here */
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  }
+
+  // Checkpoints the log whole and truncates it, once no reader holds an older snapshot.
+  const walTimer = setInterval(() => {
+    const wal = statOf(paths[1])
+    if (!isSame(wal, opened[1]) || wal!.size <= WAL_LIMIT_BYTES) return
+    try {
+      // Readers in the way make it return busy, not throw.
+      db.pragma('wal_checkpoint(TRUNCATE)')
+    /* c8 ignore next 3: only a failing disk or a database moved away lands here */
+    } catch {
+      // The next tick tries again, and writes report the failure.
+    }
+  }, WAL_CHECK_MS).unref()
+
+  async function read<R> (operation: () => R): Promise<R> {
+    try {
+      if (lost) assertFileKept()
+      return await retriedWhileBusy(operation)
+    } catch (error) {
+      throw translate(error)
+    }
+  }
+
+  /** Resolves once the write is committed to the file that is still at the path. */
+  async function write<R> (operation: () => R): Promise<R> {
+    try {
+      // Before: the -wal and -shm at the path may now be another file's. After: it may have gone meanwhile.
+      assertFileKept()
+      const result = await retriedWhileBusy(operation)
+      assertFileKept()
+      return result
+    } catch (error) {
+      throw translate(error)
+    }
+  }
+
+  // Group commit: the creates that arrive together (in one turn of the event loop) share one
+  // transaction, so one fsync acknowledges them all instead of one fsync each.
+  let pending: PendingCreate[] = []
+  const insertPending = db.transaction((batch: PendingCreate[]) => batch.map(({ plant: { id, name, tag } }) => {
+    try {
+      insert.run(id, name, tag ?? null)
+      return undefined
+    } catch (error) {
+      // A taken id fails its own statement only; any other failure ends the whole transaction.
+      if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+      throw error
+    }
+  }))
+  async function commitPending () {
+    const batch = pending
+    pending = []
+    let failures: Array<InstanceType<typeof SqliteError> | undefined>
+    try {
+      failures = await write(() => insertPending(batch))
+    } catch (error) {
+      // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
+      for (const { reject } of batch) reject(error)
+      return
+    }
+    batch.forEach(({ plant, resolve, reject }, i) => {
+      const failure = failures[i]
+      if (failure) reject(translate(failure))
+      else resolve(toPlant(plant.name, plant.tag))
+    })
+  }
+  // Batches still committing (waiting for another process's lock), for close to wait for.
+  const committing = new Set<Promise<void>>()
+  function commit () {
+    if (pending.length === 0) return // committed by close already
+    const done: Promise<void> = commitPending().finally(() => committing.delete(done))
+    committing.add(done)
+  }
+
+  return {
+    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
+      if (pending.length === 0) setImmediate(commit)
+      pending.push({ plant, resolve, reject })
+    }),
+    get: (id: bigint) => read(() => {
+      const row = select.get(id)
+      return row && toPlant(row.name, row.tag)
+    }),
+    list: ({ after, limit }: ListOptions) => read(() => {
+      const rows = after === undefined ? firstPage.all(limit) : nextPage.all(after, limit)
+      return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
+    }),
+    delete: (id: bigint) => write(() => remove.run(id).changes > 0),
+    ping: () => read(() => {
+      assertFileKept()
+      check.get()
+    }),
+    async close () {
+      clearInterval(walTimer)
+      commit()
+      await Promise.all(committing)
+      try {
+        assertFileKept()
+      } catch {
+        // Found lost only now: the files it left are ours to remove before SQLite closes.
+      }
+      db.close()
+    }
+  }
+}

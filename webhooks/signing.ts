@@ -1,0 +1,23 @@
+import { createHmac, randomBytes } from 'node:crypto'
+
+/** A Standard Webhooks message id: one per event, kept across retries and endpoints; never a '.'. */
+export function messageId (): string {
+  return `msg_${randomBytes(16).toString('base64url').replaceAll('.', '')}`
+}
+
+/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for each key, space-separated (a rotation signs with all). */
+export function sign (keys: readonly Buffer[], id: string, timestamp: number, body: string): string {
+  const content = `${id}.${timestamp}.${body}`
+  return keys.map((key) => `v1,${createHmac('sha256', key).update(content).digest('base64')}`).join(' ')
+}
+
+/** The headers of one attempt: the timestamp is this attempt's, in Unix seconds. */
+export function webhookHeaders (keys: readonly Buffer[], id: string, body: string, now = Date.now()): Record<string, string> {
+  const timestamp = Math.floor(now / 1000)
+  return {
+    'content-type': 'application/json',
+    'webhook-id': id,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': sign(keys, id, timestamp, body)
+  }
+}
