@@ -194,34 +194,51 @@ t.test('a lock held past lock_timeout (55P03): 503 within 2 s, and /readyz stays
 t.test('a real deadlock with another session (40P01): no 500', { skip: pgSkip }, async (t) => {
   // The store's sessions look for a deadlock after 200 ms of waiting (below their lock_timeout); the
   // other session much later, so that PostgreSQL cancels the store's statement, not the other one.
-  const { store, url, name } = await setUp(t, (name) => sqlOn(SERVER_URL, `ALTER DATABASE ${name} SET deadlock_timeout = '200ms'`))
+  const { url, name } = await setUp(t, (name) => sqlOn(SERVER_URL, `ALTER DATABASE ${name} SET deadlock_timeout = '200ms'`))
   const [other, monitor] = await Promise.all([connect(url), connect(SERVER_URL)])
   t.teardown(() => Promise.all([other.end(), monitor.end()]))
   await other.query("SET deadlock_timeout = '10s'")
-  await other.query('BEGIN')
-  await other.query("INSERT INTO plants (id, name) VALUES (2, 'other')")
   const deadlocks = async () => Number((await monitor.query<{ deadlocks: string }>(
     'SELECT deadlocks FROM pg_stat_database WHERE datname = $1', [name])).rows[0].deadlocks)
-  const deadlocksBefore = await deadlocks()
   const storeWaits = async () => (await monitor.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name])).rows[0].n > 0
-
-  // One batch (two creates of one turn of the event loop): the store inserts 1, then waits for the
-  // other session's 2...
   const statusOf = (create: Promise<unknown>) => create.then(() => 200, (error) => (error as { statusCode?: number }).statusCode ?? 500)
-  const creates = Promise.all([1n, 2n].map((id) => statusOf(store.create({ id, name: 'store' }))))
-  while (!await storeWaits()) await sleep(1)
-  // ...which then waits for the store's 1: a cycle, until PostgreSQL cancels the store's statement.
-  await other.query("INSERT INTO plants (id, name) VALUES (1, 'other')")
-  await other.query('ROLLBACK')
-  const statuses = await creates
-  t.comment(`creates caught in the deadlock: ${statuses.join(', ')}`)
-  t.notOk(statuses.includes(500), 'neither create is a 500')
-  t.ok(statuses.every((status) => status === 200 || status === 503), 'each is 200 (tried again alone) or 503')
-  // A session reports its statistics when idle for a while, or when it ends.
-  await store.close()
-  for (let tries = 0; tries < 50 && await deadlocks() === deadlocksBefore; tries++) await sleep(100)
-  t.equal(await deadlocks() - deadlocksBefore, 1, 'PostgreSQL found the deadlock')
+
+  // The cycle needs the other session's second insert to wait before the store's session looks
+  // for a deadlock (200 ms after it began to wait). On a loaded machine it can come later: no
+  // deadlock then, the round proves nothing and is played again with new ids. Each round has its
+  // own store: a session reports its statistics (the deadlock count) when it ends.
+  for (let round = 0; ; round++) {
+    if (round === 5) return t.fail('no deadlock in 5 rounds')
+    const store = await openPostgresStore(url)
+    const deadlocksBefore = await deadlocks()
+    const [mine, theirs] = [BigInt(2 * round + 1), BigInt(2 * round + 2)]
+    await other.query('BEGIN')
+    await other.query('INSERT INTO plants (id, name) VALUES ($1, \'other\')', [theirs])
+    // One batch (two creates of one turn of the event loop): the store inserts `mine`, then waits
+    // for the other session's `theirs`...
+    const creates = Promise.all([mine, theirs].map((id) => statusOf(store.create({ id, name: 'store' }))))
+    while (!await storeWaits()) await sleep(1)
+    // ...which then waits for the store's `mine`: a cycle, until PostgreSQL cancels the store's statement.
+    await other.query('INSERT INTO plants (id, name) VALUES ($1, \'other\')', [mine]).catch(() => {})
+    await other.query('ROLLBACK')
+    const statuses = await creates
+    await store.close()
+    let found = 0
+    for (let tries = 0; tries < 50 && found === 0; tries++) {
+      found = await deadlocks() - deadlocksBefore
+      if (found === 0) await sleep(100)
+    }
+    if (found === 0) {
+      t.comment(`round ${round + 1}: the other insert came too late for a deadlock, again`)
+      continue
+    }
+    t.equal(found, 1, `PostgreSQL found the deadlock (round ${round + 1})`)
+    t.comment(`creates caught in the deadlock: ${statuses.join(', ')}`)
+    t.notOk(statuses.includes(500), 'neither create is a 500')
+    t.ok(statuses.every((status) => status === 200 || status === 503), 'each is 200 (tried again alone) or 503')
+    return
+  }
 })
 
 t.test('a plants table restored without the schema-version table is adopted at start, its plants kept', { skip: pgSkip }, async (t) => {
@@ -240,7 +257,7 @@ t.test('a column renamed under the service: /readyz 503 while plant requests fai
   const { app, url } = await setUp(t)
   t.equal((await post(app, 1)).statusCode, 200)
   await sqlOn(url, 'ALTER TABLE plants RENAME COLUMN tag TO label')
-  t.equal((await get(app, 1)).statusCode, 500, 'a read fails: a table the service cannot use is a fault, not an outage')
+  t.equal((await get(app, 1)).statusCode, 503, 'a read answers 503: the table cannot be used until it is fixed (issue 14.3)')
   t.equal((await ready(app)).statusCode, 503, '/readyz says so')
   await sqlOn(url, 'ALTER TABLE plants RENAME COLUMN label TO tag')
   t.equal((await ready(app)).statusCode, 200)
