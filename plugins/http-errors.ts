@@ -42,3 +42,5 @@ export const StoreUnavailableError = createError(
   'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503)
 // A store failure that is neither: a bug, answered 500 with the generic message, logged with its cause.
 export const StoreFailedError = createError('PLANT_STORE_FAILED', 'The plant store failed', 500)
+export const WebhookEventNotFoundError = refusal('PLANT_STORE_WEBHOOK_EVENT_NOT_FOUND', 'No such webhook event (or no delivery of it to that endpoint)', 404)
+export const WebhookEndpointNotFoundError = refusal('PLANT_STORE_WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint of that name', 404)

@@ -9,6 +9,7 @@ import errorHandler, { handleClientError, handleFrameworkError } from '../plugin
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
+import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
 import { connectionLimit, openFilesLimit, readWebhooks, type Config } from './config.js'
@@ -35,8 +36,14 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
     rateLimit: config.RATE_LIMIT_MAX > 0 ? { max: config.RATE_LIMIT_MAX, timeWindow: config.RATE_LIMIT_WINDOW } : undefined,
     authFailureLimit: config.AUTH_FAILURE_MAX > 0 ? { max: config.AUTH_FAILURE_MAX, timeWindow: config.AUTH_FAILURE_WINDOW } : false,
     openapi: SERVICE_OPENAPI_NAMES,
-    webhooks: readWebhooks(config)
+    webhooks: webhooksOptions(config)
   }
+}
+
+/** The WEBHOOK_* settings, with attempts in flight given what is left of SHUTDOWN_TIMEOUT once requests are answered. */
+function webhooksOptions (config: Config): PlantStoreOptions['webhooks'] {
+  const webhooks = readWebhooks(config)
+  return webhooks && { ...webhooks, drainTimeout: Math.floor(config.SHUTDOWN_TIMEOUT / 2) }
 }
 
 /**
@@ -128,7 +135,11 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   await app.register(metricsPlugin, { metrics })
   // Before the routes: swagger collects them as they are added.
   await app.register(docs)
-  await app.register(plantStore, { ...options, wrapStore: (store) => instrumentStore(store, metrics) })
+  await app.register(plantStore, {
+    ...options,
+    wrapStore: (store) => instrumentStore(store, metrics),
+    ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) })
+  })
   await app.ready()
   return app
 }

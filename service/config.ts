@@ -133,7 +133,9 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_ENDPOINTS_FILE: Type.Optional(Type.String({ description: 'a file holding a JSON array of endpoints {name, url, secrets, events}' })),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ description: `the waits after each failed delivery attempt (ms, s, m, h), jittered 20 %; default ${DEFAULT_RETRY_SCHEDULE}` })),
   WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
-  WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' }))
+  WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
+  WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
+  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' }))
 })
 
 export type Config = Static<typeof ConfigSchema>

@@ -8,6 +8,7 @@ import { STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS, type OpenapiNames } from '../schemas/index.js'
 import { TOKEN_PATTERN } from '../schemas/protocol.js'
 import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../webhooks/config.js'
+import type { WebhookObserver } from '../webhooks/plugin.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
@@ -79,6 +80,9 @@ export const PlantStoreOptionsSchema = Type.Object({
   authFailureLimit: Type.Optional(AuthFailureLimitSchema),
   // Unset: no webhook table, worker or timer exists.
   webhooks: Type.Optional(WebhooksOptionsSchema),
+  observeWebhooks: Type.Optional(Type.Unsafe<WebhookObserver>(Type.Object({
+    event: Type.Function([], Type.Unknown()), attempt: Type.Function([], Type.Unknown()), outbox: Type.Function([], Type.Unknown())
+  }, { description: 'an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics)' }))),
   openapi: Type.Optional(Type.Object({
     securityScheme: name('the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"'),
     plantsTag: name('the tag of the plant routes, letters, digits, ".", "-" or "_"'),
@@ -113,6 +117,7 @@ export interface PlantStoreOptions {
   rateLimit?: RateLimitOptions | undefined
   authFailureLimit?: WindowLimit | false | undefined
   webhooks?: WebhooksOptions | undefined
+  observeWebhooks?: WebhookObserver | undefined
   openapi?: OpenapiNames | undefined
   routeConfig?: Loose<{ plants: Record<string, unknown>, health: Record<string, unknown> }> | undefined
 }
@@ -192,10 +197,4 @@ function checkWebhooks (webhooks: PlantStoreOptions['webhooks']): void {
     const { setting, problem, fix } = error as WebhookSettingError
     throw fail(`option ${setting} is invalid: it ${problem}; ${fix}`)
   }
-  // Settings that would be accepted and then deliver nothing are refused: events are not written
-  // or sent yet (issue 16), and silence would look like a receiver that never hears of a plant.
-  throw fail(WEBHOOKS_NOT_DELIVERED)
 }
-
-/** Why a valid webhooks option (or WEBHOOK_* setting) is refused in this version. */
-export const WEBHOOKS_NOT_DELIVERED = 'option webhooks is not supported yet: this version checks webhook settings but does not deliver events (issue 16, in progress); remove the webhooks option or the WEBHOOK_* settings'

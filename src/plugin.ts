@@ -56,6 +56,10 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   // Errors the host's own hooks raise on the plant routes go to the host's error handler.
   await fastify.register(errorHandler, { hostErrors: options.hostErrors !== 'plugin' })
   await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
+  // Loaded only when set: without webhooks no outbox table, worker or timer exists.
+  if (options.webhooks) {
+    await fastify.register((await import('../webhooks/plugin.js')).default, { webhooks: options.webhooks, observer: options.observeWebhooks })
+  }
   // Unknown routes under the prefix are the host's, unless it hands them to the plugin.
   if (options.notFound === true) {
     await claim(fastify.register(notFoundRoutes), 'set the option notFound: false to leave unknown routes to the host, or ' + OTHER_PREFIX)
@@ -82,6 +86,7 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
     })
     if (rateLimit) await scope.register((await import('../plugins/rate-limit.js')).default, rateLimit)
     await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
+    if (options.webhooks) await scope.register((await import('../routes/webhooks.js')).default, { tag: names.plantsTag, securityScheme, hostAuth, config })
   }), OTHER_PREFIX)
 }
 

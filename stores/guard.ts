@@ -18,7 +18,7 @@ function unavailable (cause: unknown): Error {
 }
 
 /** What a store's failure means to the routes: one of three errors, with the service's own message. */
-function classify (cause: unknown): Error {
+export function classify (cause: unknown): Error {
   const code = (cause as { code?: unknown } | null)?.code
   if (code === EXISTS) return new PlantExistsError({ cause })
   if (code === UNAVAILABLE) return unavailable(cause)

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { guardStore } from './guard.js'
 import { createMemoryStore } from './memory.js'
+import { hasOutbox, type OutboxOptions, type WebhookOutbox } from './outbox.js'
 import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
 import type { PostgresStoreOptions } from './postgres.js'
 
@@ -87,6 +88,10 @@ async function openPostgres (open: () => Promise<PlantStore>): Promise<PlantStor
 }
 
 const DECORATOR = 'plantStore'
+const OUTBOX_DECORATOR = 'plantStoreOutbox'
+
+/** Opens the webhook outbox of the store the scope uses; undefined when that store keeps none. */
+export type OutboxOpener = ((options: OutboxOptions) => Promise<WebhookOutbox>) | undefined
 
 /**
  * The store this plugin decorated the scope with. Its type is not declared on FastifyInstance:
@@ -94,6 +99,9 @@ const DECORATOR = 'plantStore'
  */
 export const storeOf = (fastify: FastifyInstance): PlantStore =>
   (fastify as unknown as Record<typeof DECORATOR, PlantStore>)[DECORATOR]
+
+export const outboxOpenerOf = (fastify: FastifyInstance): OutboxOpener =>
+  (fastify as unknown as Record<typeof OUTBOX_DECORATOR, OutboxOpener>)[OUTBOX_DECORATOR]
 
 export interface StoreOptions {
   /**
@@ -119,6 +127,7 @@ export default fp<StoreOptions>(async function store (fastify, { store, postgres
     throw new TypeError(`plant-store: option wrapStore returned no store: it must return an object implementing PlantStore (${STORE_METHODS.join(', ')})`)
   }
   fastify.decorate(DECORATOR, plantStore)
+  fastify.decorate(OUTBOX_DECORATOR, hasOutbox(opened) ? (options: OutboxOptions) => opened.openOutbox(options) : undefined)
   // onClose runs once the server has stopped and the requests in flight are answered.
   if (owned) fastify.addHook('onClose', () => plantStore.close())
 }, { name: 'plant-store-store' })

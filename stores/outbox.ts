@@ -37,6 +37,8 @@ export interface OutboxOptions {
   /** The configured endpoints; the outbox keeps a state row for each (enabled, failing since...). */
   endpoints: readonly OutboxEndpoint[]
   payloads: EventPayloads
+  /** Told after each commit that wrote events, with their type and number (the worker wakes up). */
+  committed?: (type: OutboxEventType, count: number) => void
 }
 
 /** One delivery handed to a worker, under its claim. */

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { appOptions } from '../service/app.js'
 import { ConfigError, loadConfig, readWebhooks } from '../service/config.js'
-import { checkOptions, WEBHOOKS_NOT_DELIVERED } from '../src/options.js'
+import { checkOptions } from '../src/options.js'
 import { resolveWebhooks } from '../webhooks/config.js'
 import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from './helpers/server-process.js'
 
@@ -26,17 +26,19 @@ t.test('WEBHOOK_* settings give one endpoint; a comma-separated secret is a rota
     WEBHOOK_EVENTS: 'plant.created,plant.deleted',
     WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,5s,2m,1h',
     WEBHOOK_TIMEOUT: '2s',
-    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1,10.1.2.3'
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8, ::1,10.1.2.3',
+    WEBHOOK_DISABLE_AFTER: '2h',
+    WEBHOOK_RETENTION: '48h'
   })
   t.same(webhooks, {
     endpoints: [{ name: 'default', url: 'http://127.0.0.1:9/hook', secrets: [SECRET, OTHER], events: ['plant.created', 'plant.deleted'] }],
     retrySchedule: [100, 200, 5000, 120_000, 3_600_000],
     timeout: 2000,
-    allowedNetworks: ['127.0.0.0/8', '::1', '10.1.2.3']
+    allowedNetworks: ['127.0.0.0/8', '::1', '10.1.2.3'],
+    disableAfter: 7_200_000,
+    retention: 172_800_000
   })
-  // Valid, but refused while events are not delivered: never accepted and then silent.
-  t.throws(() => checkOptions({ tokens: ['t'], store: 'memory:', webhooks }), { message: `plant-store: ${WEBHOOKS_NOT_DELIVERED}` },
-    'the plugin checks what the service passes, then refuses it: nothing would be delivered yet')
+  t.doesNotThrow(() => checkOptions({ tokens: ['t'], store: 'memory:', webhooks }), 'the plugin takes what the service passes')
   const resolved = resolveWebhooks(webhooks!)
   t.equal(resolved.endpoints[0].keys.length, 2, 'each secret decoded to its key')
   t.equal(resolved.endpoints[0].keys[1].length, 64)
@@ -96,6 +98,8 @@ t.test('a bad webhook setting is one line naming the variable, never showing a s
     ['WEBHOOK_RETRY_SCHEDULE', { ...one, WEBHOOK_RETRY_SCHEDULE: '25d' }],
     ['WEBHOOK_TIMEOUT', { ...one, WEBHOOK_TIMEOUT: '15' }],
     ['WEBHOOK_TIMEOUT', { ...one, WEBHOOK_TIMEOUT: '0s' }],
+    ['WEBHOOK_DISABLE_AFTER', { ...one, WEBHOOK_DISABLE_AFTER: '0h' }],
+    ['WEBHOOK_RETENTION', { ...one, WEBHOOK_RETENTION: '7 days' }],
     ['WEBHOOK_ALLOWED_NETWORKS', { ...one, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8,10.0.0.0/33' }],
     ['WEBHOOK_ALLOWED_NETWORKS', { ...one, WEBHOOK_ALLOWED_NETWORKS: 'localhost' }],
     ...[...Object.keys(files), 'missing.json'].map((file): [string, Record<string, string>] => ['WEBHOOK_ENDPOINTS_FILE', { WEBHOOK_ENDPOINTS_FILE: join(dir, file) }])
@@ -111,8 +115,7 @@ t.test('a bad webhook setting is one line naming the variable, never showing a s
 t.test('the plugin option is checked at registration, naming the option', async (t) => {
   const endpoint = { name: 'a', url: 'http://127.0.0.1/x', secrets: [SECRET] }
   const register = (webhooks: unknown) => () => checkOptions({ tokens: ['t'], store: 'memory:', webhooks })
-  t.throws(register({ endpoints: [endpoint], retrySchedule: [100, 200], timeout: 500, allowedNetworks: ['127.0.0.0/8'] }),
-    { message: `plant-store: ${WEBHOOKS_NOT_DELIVERED}` }, 'a valid option is refused while events are not delivered')
+  t.doesNotThrow(register({ endpoints: [endpoint], retrySchedule: [100, 200], timeout: 500, allowedNetworks: ['127.0.0.0/8'] }))
   t.throws(register({ endpoints: [] }), /option webhooks\.endpoints is invalid/)
   t.throws(register({ endpoints: [{ ...endpoint, events: ['plant.eaten'] }] }), /option webhooks\.endpoints\.events is invalid/)
   t.throws(register({ endpoints: [{ ...endpoint, secrets: ['whsec_AAAA'] }] }), /option webhooks\.endpoints\.0\.secrets is invalid: it is not a valid secret/)
@@ -127,14 +130,6 @@ t.test('the service exits non-zero with that one line', async (t) => {
   const lines = linesOf(server.stderr())
   t.equal(lines.length, 1, server.stderr())
   t.match(lines[0], /^Invalid configuration: WEBHOOK_SECRET is not a valid secret/)
-  t.notMatch(server.stdout(), /Server listening/)
-})
-
-t.test('valid webhook settings stop the service with one line saying delivery is not built yet', async (t) => {
-  const server = spawnServer(t, { API_TOKENS: 'token', DATABASE_URL: 'memory:', WEBHOOK_URL: 'http://127.0.0.1:9/', WEBHOOK_SECRET: SECRET })
-  const exit = await exitWithin(server, START_TIMEOUT)
-  t.ok(exit.code !== null && exit.code !== 0, `exits non-zero (${exit.code})`)
-  t.same(linesOf(server.stderr()), [`Cannot start: plant-store: ${WEBHOOKS_NOT_DELIVERED}`])
   t.notMatch(server.stdout(), /Server listening/)
 })
 

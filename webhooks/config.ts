@@ -9,6 +9,11 @@ export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
 /** Standard Webhooks' retry table: the waits after each failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,24h'
 export const DEFAULT_WEBHOOK_TIMEOUT = 15_000
+const DAY_MS = 86_400_000
+/** An endpoint with no successful delivery for this long is disabled. */
+export const DEFAULT_DISABLE_AFTER = 5 * DAY_MS
+/** Finished events are kept this long; a pending one is never dropped. */
+export const DEFAULT_RETENTION = 7 * DAY_MS
 const SECRET_PREFIX = 'whsec_'
 const SECRET_BYTES = { minimum: 24, maximum: 64 }
 const SECRET_RULE = `${SECRET_PREFIX} followed by the base64 of ${SECRET_BYTES.minimum} to ${SECRET_BYTES.maximum} random bytes`
@@ -31,8 +36,11 @@ export const WebhooksOptionsSchema = Type.Object({
   timeout: Type.Optional(Type.Integer({ minimum: 1, description: `the longest attempt in ms (default ${DEFAULT_WEBHOOK_TIMEOUT})` })),
   allowedNetworks: Type.Optional(Type.Array(Type.String(), {
     description: 'CIDRs (e.g. 127.0.0.0/8) reachable although private or loopback'
-  }))
-}, { description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks}' })
+  })),
+  disableAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'ms without a successful delivery after which an endpoint is disabled (default 5 days)' })),
+  retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
+  drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' }))
+}, { description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout}' })
 
 export type WebhooksOptions = Static<typeof WebhooksOptionsSchema>
 
@@ -86,6 +94,9 @@ export interface WebhooksConfig {
   retrySchedule: number[]
   timeout: number
   allowedNetworks: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>
+  disableAfter: number
+  retention: number
+  drainTimeout: number
 }
 
 /** Checks what the option schema cannot (secrets, URLs, names, networks) and decodes it. */
@@ -108,7 +119,10 @@ export function resolveWebhooks (options: WebhooksOptions, settingOf = (path: st
     endpoints,
     retrySchedule: [...(options.retrySchedule ?? DEFAULT_RETRY_SCHEDULE.split(',').map((wait) => parseDuration(wait, 'retrySchedule')))],
     timeout: options.timeout ?? DEFAULT_WEBHOOK_TIMEOUT,
-    allowedNetworks: parseNetworks(options.allowedNetworks ?? [], settingOf('allowedNetworks'))
+    allowedNetworks: parseNetworks(options.allowedNetworks ?? [], settingOf('allowedNetworks')),
+    disableAfter: options.disableAfter ?? DEFAULT_DISABLE_AFTER,
+    retention: options.retention ?? DEFAULT_RETENTION,
+    drainTimeout: options.drainTimeout ?? options.timeout ?? DEFAULT_WEBHOOK_TIMEOUT
   }
 }
 
@@ -121,6 +135,8 @@ export interface WebhookEnv {
   WEBHOOK_RETRY_SCHEDULE?: string
   WEBHOOK_TIMEOUT?: string
   WEBHOOK_ALLOWED_NETWORKS?: string
+  WEBHOOK_DISABLE_AFTER?: string
+  WEBHOOK_RETENTION?: string
 }
 
 const list = (text: string) => text.split(',').map((entry) => entry.trim()).filter(Boolean)
@@ -159,15 +175,24 @@ export function webhooksFromEnv (env: WebhookEnv): WebhooksOptions | undefined {
   }
   if (env.WEBHOOK_ENDPOINTS_FILE !== undefined) endpoints.push(...endpointsFile(env.WEBHOOK_ENDPOINTS_FILE))
   if (endpoints.length === 0) return undefined
-  const timeout = env.WEBHOOK_TIMEOUT === undefined ? undefined : parseDuration(env.WEBHOOK_TIMEOUT, 'WEBHOOK_TIMEOUT')
-  if (timeout === 0) throw new WebhookSettingError('WEBHOOK_TIMEOUT', 'is 0', 'set it to a positive duration such as 15s')
+  const positive = (setting: keyof WebhookEnv, example: string) => {
+    const text = env[setting]
+    const ms = text === undefined ? undefined : parseDuration(text, setting)
+    if (ms === 0) throw new WebhookSettingError(setting, 'is 0', `set it to a positive duration such as ${example}`)
+    return ms
+  }
+  const timeout = positive('WEBHOOK_TIMEOUT', '15s')
+  const disableAfter = positive('WEBHOOK_DISABLE_AFTER', '120h')
+  const retention = positive('WEBHOOK_RETENTION', '168h')
   const retrySchedule = list(env.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_RETRY_SCHEDULE).map((wait) => parseDuration(wait, 'WEBHOOK_RETRY_SCHEDULE'))
   if (retrySchedule.length === 0) throw new WebhookSettingError('WEBHOOK_RETRY_SCHEDULE', 'is empty', `set it to waits such as ${DEFAULT_RETRY_SCHEDULE}`)
   return {
     endpoints,
     retrySchedule,
     timeout,
-    allowedNetworks: list(env.WEBHOOK_ALLOWED_NETWORKS ?? '')
+    allowedNetworks: list(env.WEBHOOK_ALLOWED_NETWORKS ?? ''),
+    disableAfter,
+    retention
   }
 }
 

@@ -1,0 +1,105 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Test } from 'tap'
+import { exitWithin, startServer, type EnvOverrides, type ServerProcess } from './server-process.js'
+import { listedIds, NO_LOAD_SHEDDING, plantBody } from './load.js'
+import { startReceiver } from './receiver.js'
+import { eventually, newSecret, verifyDelivery } from './webhooks.js'
+
+const TOKEN = 'webhook-crash-token'
+const TIMEOUT_MS = 1000
+// The worker's lease for that timeout (2 x timeout + 1 s): a killed instance's claims are taken over after it.
+export const LEASE_MS = 2 * TIMEOUT_MS + 1000
+
+/** A receiver that answers each delivery after 0 to `slowMs` ms, keeping the ids it was sent. */
+export async function slowReceiver (t: Test, slowMs: number) {
+  const secret = newSecret()
+  const receiver = await startReceiver(t, (response) => { setTimeout(() => response.end(), Math.random() * slowMs) })
+  const ids = () => receiver.received.map(({ body }) => /"id":(-?\d+)/.exec(body)![1])
+  return { ...receiver, secret, ids }
+}
+
+export function webhookEnv (databaseUrl: string, url: string, secret: string): EnvOverrides {
+  return {
+    ...NO_LOAD_SHEDDING,
+    DATABASE_URL: databaseUrl,
+    API_TOKENS: TOKEN,
+    WEBHOOK_URL: url,
+    WEBHOOK_SECRET: secret,
+    WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+    WEBHOOK_RETRY_SCHEDULE: '100ms,200ms,500ms,1s,1s,1s,1s,1s',
+    WEBHOOK_TIMEOUT: `${TIMEOUT_MS}ms`
+  }
+}
+
+/** Sends creates of fresh ids to `server` until `stop` resolves; returns the ids answered 200. */
+export async function createUntil (server: ServerProcess, nextId: () => number, stop: Promise<unknown>, concurrency = 8): Promise<string[]> {
+  const acknowledged: string[] = []
+  const state = { stopped: false }
+  stop.then(() => { state.stopped = true }, () => {})
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (!state.stopped) {
+      const id = String(nextId())
+      try {
+        const response = await fetch(`${server.url}/plants`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+          body: plantBody(id, `plant ${id}`)
+        })
+        await response.text()
+        if (response.status === 200) acknowledged.push(id)
+      } catch {
+        return // the server is gone
+      }
+    }
+  }))
+  return acknowledged
+}
+
+export async function storedIds (server: ServerProcess): Promise<Set<string>> {
+  const ids = new Set<string>()
+  let after = ''
+  for (;;) {
+    const response = await fetch(`${server.url}/plants?limit=1000${after}`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    const page = listedIds(await response.text())
+    if (page.length === 0) return ids
+    for (const id of page) ids.add(id)
+    after = `&after=${page.at(-1)}`
+  }
+}
+
+/**
+ * kill -9 at random moments during a create load, `runs` times, restarting each time, with a
+ * slowed receiver: every create answered 200 has its event delivered (none lost), every delivered
+ * id is stored, and each delivery verifies. Reports the duplicates.
+ */
+export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, runs = 5) {
+  const receiver = await slowReceiver(t, 30)
+  const env = webhookEnv(databaseUrl, receiver.url, receiver.secret)
+  const acknowledged = new Set<string>()
+  let id = 0
+  for (let run = 1; run <= runs; run++) {
+    const server = await startServer(t, env)
+    const killAfter = 300 + Math.random() * 700
+    const killed = sleep(killAfter).then(() => server.child.kill('SIGKILL'))
+    for (const ack of await createUntil(server, () => ++id, killed)) acknowledged.add(ack)
+    t.same(await exitWithin(server, 10_000), { code: null, signal: 'SIGKILL' }, `run ${run}: killed after ${Math.round(killAfter)} ms`)
+  }
+  const last = await startServer(t, env)
+  const delivered = () => new Set(receiver.ids())
+  const allArrived = await eventually(() => [...acknowledged].every((ack) => delivered().has(ack)), LEASE_MS + 10_000)
+  const lost = [...acknowledged].filter((ack) => !delivered().has(ack))
+  t.ok(allArrived, `every acknowledged create's event arrived (${acknowledged.size} acknowledged, ${lost.length} lost)`)
+  const stored = await storedIds(last)
+  const strays = [...delivered()].filter((sent) => !stored.has(sent))
+  t.same(strays, [], 'every delivered id is a stored plant')
+  const duplicates = receiver.received.length - delivered().size
+  t.comment(`${runs} kill -9 runs: ${acknowledged.size} creates acknowledged, ${stored.size} stored, ` +
+    `${delivered().size} events delivered, ${lost.length} lost, ${duplicates} duplicates ` +
+    `(${(100 * duplicates / Math.max(1, receiver.received.length)).toFixed(2)} %)`)
+  const bad = receiver.received.filter(({ headers, body }) => {
+    try { verifyDelivery(receiver.secret, headers, body); return false } catch { return true }
+  })
+  t.equal(bad.length, 0, 'every delivery verifies with standardwebhooks and svix')
+  last.child.kill('SIGTERM')
+  t.same(await exitWithin(last, 15_000), { code: 0, signal: null }, 'the last server stops cleanly')
+}

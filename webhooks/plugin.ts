@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { outboxOpenerOf } from '../stores/index.js'
+import type { AttemptOutcome, EventPayloads, OutboxEventType, WebhookOutbox } from '../stores/outbox.js'
+import { resolveWebhooks, type WebhooksConfig, type WebhooksOptions } from './config.js'
+import { plantCreatedPayload, plantDeletedPayload } from './payload.js'
+import { messageId } from './signing.js'
+import { DeliveryWorker } from './worker.js'
+
+/** What the service's metrics learn of webhooks. */
+export interface WebhookObserver {
+  /** Events written, by type, as their commits succeed. */
+  event (type: OutboxEventType, count: number): void
+  attempt (endpoint: string, outcome: AttemptOutcome, seconds: number): void
+  /** The outbox, read when metrics are scraped. */
+  outbox (outbox: WebhookOutbox): void
+}
+
+export interface WebhooksPluginOptions {
+  webhooks: WebhooksOptions
+  observer?: WebhookObserver | undefined
+}
+
+const payloads: EventPayloads = {
+  created: (plant, at) => plantCreatedPayload(plant, at),
+  deleted: (id, at) => plantDeletedPayload(id, at),
+  messageId
+}
+
+export class WebhooksUnsupportedStoreError extends Error {
+  override name = 'WebhooksUnsupportedStoreError'
+}
+
+/** The store's outbox and its settings, for the admin routes. */
+export interface Webhooks {
+  outbox: WebhookOutbox
+  config: WebhooksConfig
+}
+
+const DECORATOR = 'plantStoreWebhooks'
+export const webhooksOf = (fastify: FastifyInstance): Webhooks =>
+  (fastify as unknown as Record<typeof DECORATOR, Webhooks>)[DECORATOR]
+
+/**
+ * Opens the store's outbox (from then on every create and delete writes its events in its own
+ * commit) and runs the delivery worker while the app runs: it starts once the app is ready, stops
+ * claiming when the app starts to close, and lets attempts in flight finish within drainTimeout.
+ */
+export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { webhooks, observer }) {
+  const config = resolveWebhooks(webhooks)
+  const open = outboxOpenerOf(fastify)
+  if (open === undefined) {
+    throw new WebhooksUnsupportedStoreError('plant-store: option webhooks needs a store that keeps an outbox (openOutbox), as the memory, ' +
+      'SQLite and PostgreSQL stores do: without one, no event could be promised for a create. Use one of those stores, or remove the webhooks option')
+  }
+  const wake = { worker: undefined as DeliveryWorker | undefined }
+  const outbox = await open({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+    payloads,
+    committed (type, count) {
+      observer?.event(type, count)
+      wake.worker?.wake()
+    }
+  })
+  const worker = new DeliveryWorker({ outbox, config, log: fastify.log, onAttempt: observer && ((...args) => observer.attempt(...args)) })
+  wake.worker = worker
+  observer?.outbox(outbox)
+  fastify.decorate(DECORATOR, { outbox, config })
+  fastify.addHook('onReady', async () => worker.start())
+  // Stops claiming at once; the attempts in flight finish while the requests do.
+  fastify.addHook('preClose', async () => { worker.pause() })
+  fastify.addHook('onClose', () => worker.stop(config.drainTimeout))
+}, { name: 'plant-store-webhooks', dependencies: ['plant-store-store'] })
