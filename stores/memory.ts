@@ -1,18 +1,23 @@
 import type { NewPlant, Plant } from '../schemas/index.js'
 import { PlantExistsError } from '../plugins/http-errors.js'
+import { createMemoryOutbox } from './memory-outbox.js'
+import type { OutboxOptions, OutboxStore } from './outbox.js'
 import { SortedIds } from './sorted-ids.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
 /** A store in the process's memory: for tests and trials, gone when the process ends. */
-export function createMemoryStore (): PlantStore {
+export function createMemoryStore (): PlantStore & OutboxStore {
   const plants = new Map<bigint, Plant>()
   const sortedIds = new SortedIds() // a page is a search and a walk, in O(log n + limit)
+  let outbox: ReturnType<typeof createMemoryOutbox> | undefined
   return {
-    async create ({ id, name, tag }: NewPlant) {
+    async create (newPlant: NewPlant) {
+      const { id, name, tag } = newPlant
       if (plants.has(id)) throw new PlantExistsError()
       const plant = toPlant(name, tag)
       plants.set(id, plant)
       sortedIds.add(id)
+      outbox?.created(newPlant)
       return plant
     },
     async get (id: bigint) {
@@ -24,7 +29,12 @@ export function createMemoryStore (): PlantStore {
     async delete (id: bigint) {
       if (!plants.delete(id)) return false
       sortedIds.delete(id)
+      outbox?.deleted(id)
       return true
+    },
+    async openOutbox (options: OutboxOptions) {
+      outbox = createMemoryOutbox(options)
+      return outbox.outbox
     },
     async ping () {},
     async close () {

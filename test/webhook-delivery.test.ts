@@ -10,7 +10,7 @@ const INT64_MIN = -(2n ** 63n)
 
 const admin = async (app: App, method: 'GET' | 'POST', url: string, payload?: object) => {
   const reply = await app.inject({ method, url, headers: { ...AUTH, ...(payload && JSON_TYPE) }, ...(payload && { payload: JSON.stringify(payload) }) })
-  return { status: reply.statusCode, body: reply.body === '' ? undefined : parseExactJson(reply.body) as any }
+  return { status: reply.statusCode, text: reply.body, body: reply.body === '' ? undefined : parseExactJson(reply.body) as any }
 }
 
 t.test('each create is POSTed once, signed so that standardwebhooks and svix verify it, the body exact', async (t) => {
@@ -92,11 +92,11 @@ t.test('always 500: a dead letter after the last attempt, listed, redelivered on
   t.match(event.deliveries[0], { state: 'failed', attempts: 3 }, 'a dead letter')
   const endpoints = await admin(app, 'GET', '/webhooks/endpoints')
   t.match(endpoints.body, [{ name: 'e0', host: `127.0.0.1:${receiver.port}`, enabled: true, failed: 1, pending: 0 }])
-  t.notMatch(JSON.stringify(endpoints.body), /whsec_|\/hook/, 'no secret, and of the URL only its host')
+  t.notMatch(endpoints.text, /whsec_|\/hook/, 'no secret, and of the URL only its host')
   await sleep(500)
   t.equal(receiver.received.length, 3, 'no attempt after the last')
   const redelivered = await admin(app, 'POST', `/webhooks/events/${event.seq}/redeliver`, {})
-  t.same(redelivered, { status: 202, body: { redelivered: 1 } })
+  t.match(redelivered, { status: 202, body: { redelivered: 1 } })
   t.ok(await eventually(() => receiver.received.length === 4), 'sent again')
   await sleep(500)
   t.equal(receiver.received.length, 4, 'once')
@@ -134,7 +134,7 @@ t.test('a 503 with Retry-After: the next attempt waits at least 60 s, and the Re
   t.equal((await createPlant(app, '{"id":9,"name":"a"}')).statusCode, 200)
   t.ok(await eventually(() => receiver.received.length === 2))
   let deliveries: any[] = []
-  for (let tries = 0; tries < 50 && !deliveries.every((delivery) => delivery.history.length === 1); tries++) {
+  for (let tries = 0; tries < 50 && !(deliveries.length === 2 && deliveries.every((delivery) => delivery.history.length === 1)); tries++) {
     deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
     await sleep(50)
   }
