@@ -87,7 +87,9 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
         delivery.claim = undefined
         delivery.attempts++
         delivery.history.push({
-          at: attempt.at, outcome: attempt.outcome, durationMs: attempt.durationMs,
+          at: attempt.at,
+          outcome: attempt.outcome,
+          durationMs: attempt.durationMs,
           ...(attempt.status !== undefined && { status: attempt.status }),
           ...(attempt.error !== undefined && { error: attempt.error })
         })
