@@ -5,7 +5,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant, Plant } from '../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
+import type { OutboxOptions, OutboxStore } from './outbox.js'
 import { sqliteFiles } from './sqlite-files.js'
+import { openSqliteOutbox } from './sqlite-outbox.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
@@ -116,7 +118,7 @@ const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && n
  * fsyncs every commit, so a create resolves only once the plant is on stable storage.
  * better-sqlite3 is synchronous: each statement, and each commit's fsync, holds the event loop.
  */
-export function openSqliteStore (path: string): PlantStore {
+export function openSqliteStore (path: string): PlantStore & OutboxStore {
   const file = resolve(path)
   makeDirectory(dirname(file))
   const db = new Database(file)
@@ -221,12 +223,18 @@ export function openSqliteStore (path: string): PlantStore {
     }
   }
 
+  // Once webhooks are on, each plant's event is written in the plant's own transaction.
+  let outbox: ReturnType<typeof openSqliteOutbox> | undefined
+  let committed: OutboxOptions['committed']
+
   // Group commit: the creates that arrive together (in one turn of the event loop) share one
   // transaction, so one fsync acknowledges them all instead of one fsync each.
   let pending: PendingCreate[] = []
-  const insertPending = db.transaction((batch: PendingCreate[]) => batch.map(({ plant: { id, name, tag } }) => {
+  let events = 0
+  const insertPending = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
     try {
-      insert.run(id, name, tag ?? null)
+      insert.run(plant.id, plant.name, plant.tag ?? null)
+      if (outbox?.created(plant, at)) events++
       return undefined
     } catch (error) {
       // A taken id fails its own statement only; any other failure ends the whole transaction.
@@ -239,7 +247,10 @@ export function openSqliteStore (path: string): PlantStore {
     pending = []
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await write(() => insertPending(batch))
+      failures = await write(() => {
+        events = 0
+        return insertPending(batch, Date.now())
+      })
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
@@ -250,7 +261,12 @@ export function openSqliteStore (path: string): PlantStore {
       if (failure) reject(translate(failure))
       else resolve(toPlant(plant.name, plant.tag))
     })
+    if (events > 0) committed?.('plant.created', events)
   }
+  const removeWithEvent = db.transaction((id: bigint, at: number) => {
+    const deleted = remove.run(id).changes > 0
+    return { deleted, event: deleted && outbox?.deleted(id, at) === true }
+  })
   // Batches still committing (waiting for another process's lock), for close to wait for.
   const committing = new Set<Promise<void>>()
   function commit () {
@@ -272,7 +288,16 @@ export function openSqliteStore (path: string): PlantStore {
       const rows = after === undefined ? firstPage.all(limit) : nextPage.all(after, limit)
       return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
     }),
-    delete: (id: bigint) => write(() => remove.run(id).changes > 0),
+    async delete (id: bigint) {
+      const { deleted, event } = await write(() => removeWithEvent(id, Date.now()))
+      if (event) committed?.('plant.deleted', 1)
+      return deleted
+    },
+    async openOutbox (options: OutboxOptions) {
+      outbox = await write(() => openSqliteOutbox(db, { write, read }, options))
+      committed = options.committed
+      return outbox.outbox
+    },
     ping: () => read(() => {
       assertFileKept()
       check.get()

@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto'
+import type Database from 'better-sqlite3'
+import type {
+  AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+} from './outbox.js'
+
+// Created when webhooks are first configured: without them, nothing of this exists.
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS webhook_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+  seq INTEGER NOT NULL, endpoint TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, due_at INTEGER NOT NULL, claim TEXT,
+  PRIMARY KEY (seq, endpoint)
+) STRICT, WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS webhook_deliveries_pending ON webhook_deliveries (endpoint, due_at) WHERE state = 'pending';
+CREATE INDEX IF NOT EXISTS webhook_deliveries_failed ON webhook_deliveries (endpoint) WHERE state = 'failed';
+CREATE TABLE IF NOT EXISTS webhook_attempts (
+  seq INTEGER NOT NULL, endpoint TEXT NOT NULL, at INTEGER NOT NULL, outcome TEXT NOT NULL, status INTEGER, error TEXT, duration_ms INTEGER NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (seq, endpoint);
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+  name TEXT PRIMARY KEY, enabled INTEGER NOT NULL, disabled_reason TEXT, disabled_at INTEGER, last_success_at INTEGER, failing_since INTEGER
+) STRICT;
+`
+
+// The most finished events one prune removes: each prune is one short transaction.
+const PRUNE_BATCH = 10_000
+
+interface EventRow { seq: bigint, message_id: string, type: OutboxEventType, payload: string, created_at: bigint }
+interface DeliveryRow { seq: bigint, endpoint: string, state: DeliveryState, attempts: bigint, due_at: bigint }
+interface AttemptRow { at: bigint, outcome: AttemptOutcome, status: bigint | null, error: string | null, duration_ms: bigint }
+interface EndpointRow {
+  name: string, enabled: bigint, disabled_reason: string | null, disabled_at: bigint | null, last_success_at: bigint | null, failing_since: bigint | null
+}
+
+const dateOf = (ms: bigint | null) => ms === null ? undefined : new Date(Number(ms))
+
+/** How the SQLite store runs a statement: its write guard (the file kept, busy retried) and its translation. */
+export interface SqliteRunner {
+  /** A durable write (the store's own). */
+  write<R> (operation: () => R): Promise<R>
+  read<R> (operation: () => R): Promise<R>
+}
+
+/**
+ * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
+ * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
+ * with synchronous=OFF: it is not fsynced itself, but the next plant commit (synchronous=FULL)
+ * syncs the log it sits in; losing such a mark to a power cut only sends a delivery again.
+ */
+export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
+  db.exec(SCHEMA)
+  const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
+  db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
+
+  const subscribers = (type: OutboxEventType) => endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
+  const to = { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') }
+  const insertEvent = db.prepare<[string, string, string, number]>(
+    'INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)')
+  const insertDelivery = db.prepare<[bigint, string, number]>(
+    'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) VALUES (?, ?, \'pending\', 0, ?)')
+
+  /** Writes an event and its deliveries; inside the caller's transaction. */
+  function add (type: OutboxEventType, payload: string, at: number): void {
+    const seq = insertEvent.run(payloads.messageId(), type, payload, at).lastInsertRowid as bigint
+    for (const endpoint of to[type]) insertDelivery.run(seq, endpoint, at)
+  }
+
+  const claimDue = db.prepare<[{ claim: string, leasedUntil: number, endpoint: string, now: number, limit: number }], { seq: bigint, attempts: bigint }>(`
+    UPDATE webhook_deliveries SET claim = @claim, due_at = @leasedUntil
+    WHERE endpoint = @endpoint AND seq IN (
+      SELECT seq FROM webhook_deliveries WHERE endpoint = @endpoint AND state = 'pending' AND due_at <= @now ORDER BY due_at LIMIT @limit)
+    AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE name = @endpoint AND enabled = 1)
+    RETURNING seq, attempts`)
+  const eventBySeq = db.prepare<[bigint], EventRow>('SELECT * FROM webhook_events WHERE seq = ?')
+  const settle = db.prepare<[string, number, bigint, string, string]>(
+    'UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, due_at = ?, claim = NULL WHERE seq = ? AND endpoint = ? AND claim = ?')
+  const insertAttempt = db.prepare<[bigint, string, number, string, number | null, string | null, number]>(
+    'INSERT INTO webhook_attempts (seq, endpoint, at, outcome, status, error, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
+  const succeeded = db.prepare<[number, string]>('UPDATE webhook_endpoints SET last_success_at = ?, failing_since = NULL WHERE name = ?')
+  const failedOnce = db.prepare<[number, string]>('UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, ?) WHERE name = ?')
+  const releaseOne = db.prepare<[number, bigint, string, string]>(
+    'UPDATE webhook_deliveries SET claim = NULL, due_at = ? WHERE seq = ? AND endpoint = ? AND claim = ?')
+  const allEndpoints = db.prepare<[], EndpointRow>('SELECT * FROM webhook_endpoints ORDER BY name')
+  const enable = db.prepare<[number, string | null, number | null, number, string]>(`UPDATE webhook_endpoints
+    SET enabled = ?, disabled_reason = ?, disabled_at = ?, failing_since = CASE WHEN ? THEN NULL ELSE failing_since END WHERE name = ?`)
+  const eventsAfter = db.prepare<[bigint, number], EventRow>('SELECT * FROM webhook_events WHERE seq > ? ORDER BY seq LIMIT ?')
+  const deliveriesOf = db.prepare<[bigint], DeliveryRow>('SELECT * FROM webhook_deliveries WHERE seq = ? ORDER BY endpoint')
+  const attemptsOf = db.prepare<[bigint, string], AttemptRow>('SELECT * FROM webhook_attempts WHERE seq = ? AND endpoint = ? ORDER BY rowid')
+  const redeliverSql = db.prepare<[{ attempts: number, now: number, seq: bigint, endpoint: string | null }]>(`UPDATE webhook_deliveries
+    SET state = 'pending', attempts = @attempts, due_at = @now, claim = NULL WHERE seq = @seq AND (@endpoint IS NULL OR endpoint = @endpoint)`)
+  const pendingStats = db.prepare<[], { endpoint: string, pending: bigint, oldest: bigint }>(`
+    SELECT d.endpoint, count(*) AS pending, min(e.created_at) AS oldest
+    FROM webhook_deliveries d JOIN webhook_events e ON e.seq = d.seq WHERE d.state = 'pending' GROUP BY d.endpoint`)
+  const failedStats = db.prepare<[], { endpoint: string, failed: bigint }>(
+    'SELECT endpoint, count(*) AS failed FROM webhook_deliveries WHERE state = \'failed\' GROUP BY endpoint')
+  const finished = db.prepare<[number, number], { seq: bigint }>(`SELECT seq FROM webhook_events e WHERE created_at < ?
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT ?`)
+  const removeFrom = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'].map((table) =>
+    db.prepare<[bigint]>(`DELETE FROM ${table} WHERE seq = ?`))
+
+  /** A bookkeeping transaction: guarded as the store's writes are, but without an fsync of its own. */
+  const bookkeeping = <R>(work: () => R): Promise<R> => runner.write(() => {
+    db.pragma('synchronous = OFF')
+    try {
+      return db.transaction(work)()
+    } finally {
+      db.pragma('synchronous = FULL')
+    }
+  })
+
+  const viewOf = (event: EventRow): EventView => ({
+    seq: event.seq,
+    messageId: event.message_id,
+    type: event.type,
+    payload: event.payload,
+    createdAt: new Date(Number(event.created_at)),
+    deliveries: deliveriesOf.all(event.seq).map((delivery) => ({
+      endpoint: delivery.endpoint,
+      state: delivery.state,
+      attempts: Number(delivery.attempts),
+      ...(delivery.state === 'pending' && { dueAt: new Date(Number(delivery.due_at)) }),
+      history: attemptsOf.all(event.seq, delivery.endpoint).map((attempt) => ({
+        at: new Date(Number(attempt.at)),
+        outcome: attempt.outcome,
+        ...(attempt.status !== null && { status: Number(attempt.status) }),
+        ...(attempt.error !== null && { error: attempt.error }),
+        durationMs: Number(attempt.duration_ms)
+      }))
+    }))
+  })
+
+  const outbox: WebhookOutbox = {
+    claim: (wants, leaseMs) => bookkeeping(() => {
+      const now = Date.now()
+      const claimed: ClaimedDelivery[] = []
+      for (const { endpoint, limit } of wants) {
+        const claim = randomUUID()
+        for (const { seq, attempts } of claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })) {
+          const event = eventBySeq.get(seq)!
+          claimed.push({ seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim })
+        }
+      }
+      return claimed
+    }),
+    record: (attempts: readonly AttemptRecord[]) => bookkeeping(() => {
+      for (const attempt of attempts) {
+        const dueAt = attempt.next.state === 'pending' ? attempt.next.dueAt.getTime() : 0
+        if (settle.run(attempt.next.state, dueAt, attempt.seq, attempt.endpoint, attempt.claim).changes === 0) continue
+        const at = attempt.at.getTime()
+        insertAttempt.run(attempt.seq, attempt.endpoint, at, attempt.outcome, attempt.status ?? null, attempt.error ?? null, attempt.durationMs)
+        if (attempt.outcome === 'success') succeeded.run(at, attempt.endpoint)
+        else failedOnce.run(at, attempt.endpoint)
+      }
+    }),
+    release: (claims) => bookkeeping(() => {
+      const now = Date.now()
+      for (const { seq, endpoint, claim } of claims) releaseOne.run(now, seq, endpoint, claim)
+    }),
+    endpoints: () => runner.read(() => allEndpoints.all().map((row): EndpointState => ({
+      name: row.name,
+      enabled: row.enabled === 1n,
+      ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+      ...(row.disabled_at !== null && { disabledAt: dateOf(row.disabled_at) }),
+      ...(row.last_success_at !== null && { lastSuccessAt: dateOf(row.last_success_at) }),
+      ...(row.failing_since !== null && { failingSince: dateOf(row.failing_since) })
+    }))),
+    setEnabled: (endpoint, enabled, reason) => bookkeeping(() =>
+      enable.run(enabled ? 1 : 0, enabled ? null : reason ?? null, enabled ? null : Date.now(), enabled ? 1 : 0, endpoint).changes > 0),
+    events: ({ after, limit }) => runner.read(() => eventsAfter.all(after ?? -(2n ** 63n), limit).map(viewOf)),
+    event: (seq) => runner.read(() => {
+      const event = eventBySeq.get(seq)
+      return event && viewOf(event)
+    }),
+    redeliver: (seq, endpoint, attempts) => bookkeeping(() => redeliverSql.run({ attempts, now: Date.now(), seq, endpoint: endpoint ?? null }).changes),
+    stats: () => runner.read(() => {
+      const now = Date.now()
+      const pending = new Map(pendingStats.all().map((row) => [row.endpoint, row]))
+      const failed = new Map(failedStats.all().map((row) => [row.endpoint, Number(row.failed)]))
+      return endpoints.map(({ name }) => {
+        const waiting = pending.get(name)
+        return {
+          endpoint: name,
+          pending: Number(waiting?.pending ?? 0),
+          oldestPendingMs: waiting === undefined ? 0 : now - Number(waiting.oldest),
+          failed: failed.get(name) ?? 0
+        }
+      })
+    }),
+    prune: (before) => bookkeeping(() => {
+      const seqs = finished.all(before.getTime(), PRUNE_BATCH)
+      for (const { seq } of seqs) for (const remove of removeFrom) remove.run(seq)
+      return seqs.length
+    })
+  }
+
+  return {
+    outbox,
+    /** Inside the plant's transaction: its event, when an endpoint takes plant.created. */
+    created (plant: { id: bigint, name: string, tag?: string }, at: number): boolean {
+      if (to['plant.created'].length === 0) return false
+      add('plant.created', payloads.created(plant, new Date(at)), at)
+      return true
+    },
+    deleted (id: bigint, at: number): boolean {
+      if (to['plant.deleted'].length === 0) return false
+      add('plant.deleted', payloads.deleted(id, new Date(at)), at)
+      return true
+    }
+  }
+}
