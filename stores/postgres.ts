@@ -5,6 +5,10 @@ import { classify, isSettingError, PostgresFailure } from './postgres-failures.j
 import {
   createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
 } from './postgres-table.js'
+import type { OutboxEventType, OutboxOptions, OutboxStore } from './outbox.js'
+import {
+  addEndpointsSql, createOutboxSql, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox
+} from './postgres-outbox.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
@@ -172,11 +176,17 @@ function answerFor (failure: PostgresFailure): Error {
  * PostgreSQL's default synchronous_commit=on means the row is flushed to the write-ahead log on
  * stable storage.
  */
-export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore> {
+export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & OutboxStore> {
   const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
   const name: TableName = { schema, table }
   const tableSql = sqlName(name)
-  const insertBatch = { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
+  let insertBatch = { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
+  // Set once webhooks are on: creates and deletes then write their events in the same statement.
+  let outbox: {
+    options: OutboxOptions
+    to: Record<OutboxEventType, string[]>
+    deleteSql: string
+  } | undefined
   const ping = pingSql(tableSql)
   const queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
   const shared = typeof source !== 'string'
@@ -290,13 +300,20 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
     try {
       // A named statement: each connection parses and plans it once (~10 % more creates per second
       // in the bench, beside pgbench's INSERT).
-      const values = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
+      const values: unknown[] = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
+      if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
+        // Made for every plant of the batch; only those of the rows inserted are stored.
+        const at = new Date()
+        const { payloads } = outbox.options
+        values.push(plants.map((plant) => payloads.created(plant, at)), plants.map(() => payloads.messageId()), at, outbox.to['plant.created'])
+      }
       result = await run((client, migration) => {
         used = migration
         return query<{ id: unknown }>(client, insertBatch.text, values, insertBatch.name)
       })
       // Compared as decimal text: whatever type the ids came back as, an id inserted is never taken for a 409.
       inserted = new Set(result.rows.map(({ id }) => String(id)))
+      if (values.length > 3 && inserted.size > 0) outbox!.options.committed?.('plant.created', inserted.size)
     } catch (error) {
       const failure = error as PostgresFailure
       // A row that another transaction holds made the whole statement give up: each row alone, so
@@ -356,8 +373,44 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
     },
     async delete (id: bigint) {
-      const { rowCount } = await answered((client) => query(client, `DELETE FROM ${tableSql} WHERE id = $1`, [id]))
+      if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
+        const { rowCount } = await answered((client) => query(client, `DELETE FROM ${tableSql} WHERE id = $1`, [id]))
+        return rowCount === 1
+      }
+      const at = new Date()
+      const { payloads, committed } = outbox.options
+      const { deleteSql, to } = outbox
+      const { rowCount } = await answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted']]))
+      if (rowCount === 1) committed?.('plant.deleted', 1)
       return rowCount === 1
+    },
+    async openOutbox (outboxOptions: OutboxOptions) {
+      const tables = outboxTables(name)
+      const runQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) =>
+        answered((client) => query<R>(client, text, values, statement))
+      await answered(async (client) => {
+        await client.query('BEGIN')
+        try {
+          // Instances starting together take turns, as for the plants table.
+          await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
+          for (const statement of createOutboxSql(tables, name)) await client.query(statement)
+          await client.query(addEndpointsSql(tables), [outboxOptions.endpoints.map(({ name }) => name)])
+          await client.query('COMMIT')
+        } catch (error) {
+          await client.query('ROLLBACK').catch(ignore)
+          throw error
+        }
+      })
+      const subscribers = (type: OutboxEventType) => outboxOptions.endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
+      outbox = {
+        options: outboxOptions,
+        to: { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') },
+        deleteSql: deleteWithEventSql(tableSql, tables)
+      }
+      if (outbox.to['plant.created'].length > 0) {
+        insertBatch = { text: insertWithEventsSql(tableSql, tables), name: `${insertBatchName(tableSql)} with events` }
+      }
+      return postgresOutbox(tables, runQuery, outboxOptions)
     },
     async ping () {
       // A probe looks at the table again at once, rather than repeat an unusable one's verdict.

@@ -5,7 +5,7 @@ import { listedIds, NO_LOAD_SHEDDING, plantBody } from './load.js'
 import { startReceiver } from './receiver.js'
 import { eventually, newSecret, verifyDelivery } from './webhooks.js'
 
-const TOKEN = 'webhook-crash-token'
+export const TOKEN = 'webhook-crash-token'
 const TIMEOUT_MS = 1000
 // The worker's lease for that timeout (2 x timeout + 1 s): a killed instance's claims are taken over after it.
 export const LEASE_MS = 2 * TIMEOUT_MS + 1000

@@ -1,0 +1,218 @@
+import { randomUUID } from 'node:crypto'
+import pg from 'pg'
+import type {
+  AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+} from './outbox.js'
+import { sqlName, type TableName } from './postgres-table.js'
+
+/** Runs one statement of the store's own (classified failures, int8 as BigInt). */
+export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string) => Promise<pg.QueryResult<R>>
+
+// The most finished events one prune removes: each prune is one short statement.
+const PRUNE_BATCH = 10_000
+
+/** The outbox tables, beside the plants table and named after it. */
+export function outboxTables (plants: TableName) {
+  const named = (suffix: string) => sqlName({ schema: plants.schema, table: `${plants.table}_webhook_${suffix}` })
+  return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints') }
+}
+
+type Tables = ReturnType<typeof outboxTables>
+
+/** The configured endpoints get a state row each (enabled); one known already keeps its state. */
+export const addEndpointsSql = ({ endpoints }: Tables) =>
+  `INSERT INTO ${endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name) ON CONFLICT (name) DO NOTHING`
+
+/** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
+export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
+  `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
+    type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,
+    attempts int4 NOT NULL, due_at timestamptz NOT NULL, claim uuid, PRIMARY KEY (seq, endpoint))`,
+  `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_pending`)} ON ${deliveries} (endpoint, due_at) WHERE state = 'pending'`,
+  `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_failed`)} ON ${deliveries} (endpoint) WHERE state = 'failed'`,
+  `CREATE TABLE IF NOT EXISTS ${attempts} (id int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, seq int8 NOT NULL, endpoint text NOT NULL,
+    at timestamptz NOT NULL, outcome text NOT NULL, status int4, error text, duration_ms int4 NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_attempts_delivery`)} ON ${attempts} (seq, endpoint)`,
+  `CREATE TABLE IF NOT EXISTS ${endpoints} (name text PRIMARY KEY, enabled boolean NOT NULL, disabled_reason text,
+    disabled_at timestamptz, last_success_at timestamptz, failing_since timestamptz)`
+]
+
+// Bookkeeping needs no fsync of its own: set for its own transaction only, inside the statement,
+// so that a shared pool's sessions are left as they were and no extra round trip is paid.
+const NO_FSYNC = 'nofsync AS (SELECT set_config(\'synchronous_commit\', \'off\', true))'
+
+/**
+ * The batch INSERT of the store, which with the outbox open writes, in the same statement and so
+ * the same transaction, an event for each plant inserted and a delivery per endpoint: data-modifying
+ * CTEs always run to completion. $4, $5: each plant's payload and message id; $6 the commit time;
+ * $7 the endpoints taking plant.created.
+ */
+export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `WITH ins AS (
+    INSERT INTO ${plants} (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
+    ON CONFLICT (id) DO NOTHING RETURNING id),
+  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at)
+    SELECT p.message_id, 'plant.created', p.payload, $6 FROM ins JOIN unnest($1::int8[], $4::text[], $5::text[]) AS p(id, payload, message_id)
+    ON p.id = ins.id RETURNING seq),
+  dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $6
+    FROM ev CROSS JOIN unnest($7::text[]) AS e(name))
+  SELECT id FROM ins`
+
+/** A delete that, when it deleted a plant, writes its plant.deleted event in the same statement. */
+export const deleteWithEventSql = (plants: string, { events, deliveries }: Tables) => `WITH del AS (
+    DELETE FROM ${plants} WHERE id = $1 RETURNING id),
+  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at) SELECT $2, 'plant.deleted', $3, $4 FROM del RETURNING seq),
+  dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $4
+    FROM ev CROSS JOIN unnest($5::text[]) AS e(name))
+  SELECT id FROM del`
+
+interface EventRow {
+  seq: bigint
+  message_id: string
+  type: OutboxEventType
+  payload: string
+  created_at: Date
+  deliveries: Array<{
+    endpoint: string
+    state: DeliveryState
+    attempts: number
+    due_at: string
+    history: Array<{ at: string, outcome: AttemptRecord['outcome'], status: number | null, error: string | null, duration_ms: number }>
+  }>
+}
+
+/** The outbox's own statements, on the store's connections. */
+export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions): WebhookOutbox {
+  const { events, deliveries, attempts, endpoints: endpointTable } = tables
+  const names = endpoints.map(({ name }) => name)
+  const claimSql = `WITH ${NO_FSYNC},
+    want AS (SELECT * FROM unnest($1::text[], $2::int4[]) AS w(endpoint, n)),
+    due AS (SELECT d.seq, d.endpoint FROM want JOIN ${endpointTable} en ON en.name = want.endpoint AND en.enabled
+      CROSS JOIN LATERAL (SELECT seq, endpoint FROM ${deliveries}
+        WHERE endpoint = want.endpoint AND state = 'pending' AND due_at <= $3 ORDER BY due_at LIMIT want.n FOR UPDATE SKIP LOCKED) d),
+    claimed AS (UPDATE ${deliveries} t SET claim = $4, due_at = $5 FROM due, nofsync
+      WHERE t.seq = due.seq AND t.endpoint = due.endpoint RETURNING t.seq, t.endpoint, t.attempts)
+    SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload FROM claimed c JOIN ${events} e ON e.seq = c.seq`
+  const recordSql = `WITH ${NO_FSYNC},
+    r AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::int4[], $8::text[],
+      $9::timestamptz[], $10::int4[]) AS r(seq, endpoint, claim, state, due_at, outcome, status, error, at, duration_ms)),
+    upd AS (UPDATE ${deliveries} d SET state = r.state, attempts = d.attempts + 1, due_at = r.due_at, claim = NULL FROM r, nofsync
+      WHERE d.seq = r.seq AND d.endpoint = r.endpoint AND d.claim = r.claim RETURNING d.seq, d.endpoint),
+    done AS (SELECT r.* FROM r JOIN upd ON upd.seq = r.seq AND upd.endpoint = r.endpoint),
+    att AS (INSERT INTO ${attempts} (seq, endpoint, at, outcome, status, error, duration_ms)
+      SELECT seq, endpoint, at, outcome, status, error, duration_ms FROM done ORDER BY at),
+    streak AS (SELECT endpoint, max(at) FILTER (WHERE outcome = 'success') AS ok_at,
+      max(at) FILTER (WHERE outcome <> 'success') AS bad_at, min(at) FILTER (WHERE outcome <> 'success') AS bad_first
+      FROM done GROUP BY endpoint)
+    UPDATE ${endpointTable} e SET last_success_at = coalesce(s.ok_at, e.last_success_at),
+      failing_since = CASE WHEN s.ok_at IS NOT NULL AND (s.bad_at IS NULL OR s.ok_at >= s.bad_at) THEN NULL
+        ELSE coalesce(e.failing_since, s.bad_first) END
+    FROM streak s WHERE e.name = s.endpoint`
+  const releaseSql = `WITH ${NO_FSYNC}
+    UPDATE ${deliveries} d SET claim = NULL, due_at = $4 FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(seq, endpoint, claim), nofsync
+    WHERE d.seq = r.seq AND d.endpoint = r.endpoint AND d.claim = r.claim`
+  const eventsSql = (where: string) => `SELECT e.seq, e.message_id, e.type, e.payload, e.created_at,
+    (SELECT coalesce(json_agg(json_build_object('endpoint', d.endpoint, 'state', d.state, 'attempts', d.attempts, 'due_at', d.due_at,
+      'history', (SELECT coalesce(json_agg(json_build_object('at', a.at, 'outcome', a.outcome, 'status', a.status, 'error', a.error,
+        'duration_ms', a.duration_ms) ORDER BY a.id), '[]') FROM ${attempts} a WHERE a.seq = d.seq AND a.endpoint = d.endpoint))
+      ORDER BY d.endpoint), '[]') FROM ${deliveries} d WHERE d.seq = e.seq) AS deliveries
+    FROM ${events} e WHERE ${where}`
+  const listSql = `${eventsSql('e.seq > $1')} ORDER BY e.seq LIMIT $2`
+  const oneSql = eventsSql('e.seq = $1')
+
+  const view = (row: EventRow): EventView => ({
+    seq: row.seq,
+    messageId: row.message_id,
+    type: row.type,
+    payload: row.payload,
+    createdAt: row.created_at,
+    deliveries: row.deliveries.map((delivery) => ({
+      endpoint: delivery.endpoint,
+      state: delivery.state,
+      attempts: delivery.attempts,
+      ...(delivery.state === 'pending' && { dueAt: new Date(delivery.due_at) }),
+      history: delivery.history.map((attempt) => ({
+        at: new Date(attempt.at),
+        outcome: attempt.outcome,
+        ...(attempt.status !== null && { status: attempt.status }),
+        ...(attempt.error !== null && { error: attempt.error }),
+        durationMs: attempt.duration_ms
+      }))
+    }))
+  })
+
+  return {
+    async claim (wants, leaseMs) {
+      const now = Date.now()
+      // One claim id for the whole call: a result is written under it and its delivery's key.
+      const claim = randomUUID()
+      const { rows } = await runQuery<{ seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string }>(
+        claimSql, [wants.map(({ endpoint }) => endpoint), wants.map(({ limit }) => limit), new Date(now), claim, new Date(now + leaseMs)])
+      return rows.map((row): ClaimedDelivery => ({
+        seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim
+      }))
+    },
+    async record (records: readonly AttemptRecord[]) {
+      if (records.length === 0) return
+      const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick)
+      await runQuery(recordSql, [
+        column(({ seq }) => seq), column(({ endpoint }) => endpoint), column(({ claim }) => claim), column(({ next }) => next.state),
+        column(({ next }) => next.state === 'pending' ? next.dueAt : new Date(0)), column(({ outcome }) => outcome),
+        column(({ status }) => status ?? null), column(({ error }) => error ?? null), column(({ at }) => at), column(({ durationMs }) => durationMs)
+      ])
+    },
+    async release (claims) {
+      if (claims.length === 0) return
+      await runQuery(releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date()])
+    },
+    async endpoints () {
+      const { rows } = await runQuery<{
+        name: string, enabled: boolean, disabled_reason: string | null, disabled_at: Date | null, last_success_at: Date | null, failing_since: Date | null
+      }>(`SELECT * FROM ${endpointTable} ORDER BY name`, [])
+      return rows.map((row): EndpointState => ({
+        name: row.name,
+        enabled: row.enabled,
+        ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+        ...(row.disabled_at !== null && { disabledAt: row.disabled_at }),
+        ...(row.last_success_at !== null && { lastSuccessAt: row.last_success_at }),
+        ...(row.failing_since !== null && { failingSince: row.failing_since })
+      }))
+    },
+    async setEnabled (endpoint, enabled, reason) {
+      const { rowCount } = await runQuery(`UPDATE ${endpointTable} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
+        failing_since = CASE WHEN $2 THEN NULL ELSE failing_since END WHERE name = $1`,
+      [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date()])
+      return rowCount === 1
+    },
+    async events ({ after, limit }) {
+      const { rows } = await runQuery<EventRow>(listSql, [after ?? -(2n ** 63n), limit])
+      return rows.map(view)
+    },
+    async event (seq) {
+      const { rows: [row] } = await runQuery<EventRow>(oneSql, [seq])
+      return row && view(row)
+    },
+    async redeliver (seq, endpoint, attemptsSoFar) {
+      const { rowCount } = await runQuery(`UPDATE ${deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
+        WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date()])
+      return rowCount ?? 0
+    },
+    async stats () {
+      const { rows } = await runQuery<{ endpoint: string, pending: number, failed: number, oldest: Date | null }>(`SELECT n.name AS endpoint,
+        (SELECT count(*)::int4 FROM ${deliveries} d WHERE d.endpoint = n.name AND d.state = 'pending') AS pending,
+        (SELECT count(*)::int4 FROM ${deliveries} d WHERE d.endpoint = n.name AND d.state = 'failed') AS failed,
+        (SELECT min(e.created_at) FROM ${deliveries} d JOIN ${events} e ON e.seq = d.seq WHERE d.endpoint = n.name AND d.state = 'pending') AS oldest
+        FROM unnest($1::text[]) AS n(name)`, [names])
+      const now = Date.now()
+      return rows.map(({ endpoint, pending, failed, oldest }) => ({ endpoint, pending, failed, oldestPendingMs: oldest === null ? 0 : now - oldest.getTime() }))
+    },
+    async prune (before) {
+      const { rowCount } = await runQuery(`WITH doomed AS (SELECT seq FROM ${events} e WHERE created_at < $1
+          AND NOT EXISTS (SELECT 1 FROM ${deliveries} d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT $2),
+        a AS (DELETE FROM ${attempts} WHERE seq IN (SELECT seq FROM doomed)),
+        d AS (DELETE FROM ${deliveries} WHERE seq IN (SELECT seq FROM doomed))
+        DELETE FROM ${events} WHERE seq IN (SELECT seq FROM doomed)`, [before, PRUNE_BATCH])
+      return rowCount ?? 0
+    }
+  }
+}
