@@ -10,14 +10,24 @@ export const PLANT_DELETED_WEBHOOK = '/plant/deleted'
 
 const SIGNATURE = '[A-Za-z0-9+/]{43}=' // the base64 of a 32-byte HMAC-SHA256
 
-const headers = [
+/** A header parameter, typed without `?: undefined` members, so that strict hosts' OpenAPI types take it. */
+interface HeaderParameter {
+  name: string
+  in: 'header'
+  required: true
+  description: string
+  schema: { type: 'string', pattern: string, maxLength?: number } | { type: 'integer', format: 'int64', minimum: number, maximum: number }
+  example: string | number
+}
+
+const headers: HeaderParameter[] = [
   {
     name: 'webhook-id',
     in: 'header',
     required: true,
     description: 'The event\'s id: the same on every attempt and every endpoint, and on a redelivery by hand. ' +
       'Delivery is at least once: process each id once and answer 2xx to a repeat',
-    schema: { type: 'string' as const, pattern: '^msg_[A-Za-z0-9_-]+$', maxLength: 64 },
+    schema: { type: 'string', pattern: '^msg_[A-Za-z0-9_-]+$', maxLength: 64 },
     example: 'msg_p5jXN8AQM9LWM0D4loKWxJ'
   },
   {
@@ -26,7 +36,7 @@ const headers = [
     required: true,
     description: 'When this attempt was sent, in Unix seconds (a retry carries a newer one). Signed: refuse a ' +
       'request whose timestamp is more than about 5 minutes from your clock, so that a recorded request cannot be replayed',
-    schema: { type: 'integer' as const, format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    schema: { type: 'integer', format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
     example: 1795479600
   },
   {
@@ -37,7 +47,7 @@ const headers = [
       'received, byte for byte), keyed with the bytes of the endpoint\'s secret (`whsec_` + base64: the key is the ' +
       'base64-decoded part). While the operator rotates secrets, every listed secret signs: several signatures, ' +
       'space-separated; accept the request when one of them matches a secret you hold',
-    schema: { type: 'string' as const, pattern: `^v1,${SIGNATURE}( v1,${SIGNATURE})*$` },
+    schema: { type: 'string', pattern: `^v1,${SIGNATURE}( v1,${SIGNATURE})*$` },
     example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='
   }
 ]
