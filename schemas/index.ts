@@ -8,6 +8,7 @@ export * from './health.js'
 export * from './openapi.js'
 export * from './plant.js'
 export * from './primitives.js'
+export * from './webhook-events.js'
 
 /**
  * The named schemas, added once to a plugin's scope (OpenAPI components, serializers) and to its

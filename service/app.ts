@@ -134,7 +134,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   await app.register(compression)
   await app.register(metricsPlugin, { metrics })
   // Before the routes: swagger collects them as they are added.
-  await app.register(docs)
+  await app.register(docs, { maxTextLength: options.maxTextLength })
   await app.register(plantStore, {
     ...options,
     wrapStore: (store) => instrumentStore(store, metrics),

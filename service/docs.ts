@@ -1,6 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
+import { openapiWebhooks } from '../routes/webhook-docs.js'
 import { openapiDeclarations } from '../schemas/index.js'
 
 export const DOCS_PREFIX = '/documentation'
@@ -20,11 +21,16 @@ const servers = [{ url: '/', description: 'This service, wherever it runs (local
  */
 const componentName = (id: string) => id.slice(id.lastIndexOf('.') + 1)
 
+export interface DocsOptions {
+  /** The longest name or tag, as the plant routes take it: the webhook events carry the same. */
+  maxTextLength?: number | undefined
+}
+
 /**
  * The OpenAPI 3.1 document, generated from the schemas the routes validate with, and Swagger UI
  * served with all its assets from this service. Registered outside the auth scope: both are public.
  */
-export default fp(async function docs (fastify) {
+export default fp<DocsOptions>(async function docs (fastify, { maxTextLength }) {
   await fastify.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -40,7 +46,8 @@ export default fp(async function docs (fastify) {
       },
       servers,
       tags,
-      components: { securitySchemes }
+      components: { securitySchemes },
+      webhooks: openapiWebhooks(maxTextLength)
     },
     // Shared schemas get readable component names (NewPlant, Plant, Error) instead of def-0, def-1...
     refResolver: {

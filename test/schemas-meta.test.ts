@@ -2,7 +2,7 @@ import { Ajv } from 'ajv'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { forAjv } from '../plugins/validation.js'
-import { DEFAULT_MAX_TEXT_LENGTH, sharedSchemas } from '../schemas/index.js'
+import { DEFAULT_MAX_TEXT_LENGTH, sharedSchemas, webhookEventSchemas } from '../schemas/index.js'
 import { OPTIONS_AJV_SCHEMA } from '../src/options.js'
 import plantStore from '../src/plugin.js'
 import { TOKEN } from './helpers/app.js'
@@ -23,6 +23,12 @@ t.test('the meta-schema check catches a broken schema', async (t) => {
 t.test('every shared schema, at the default and another text limit, is a valid JSON Schema', async (t) => {
   for (const maxTextLength of [DEFAULT_MAX_TEXT_LENGTH, 10]) {
     for (const schema of sharedSchemas(maxTextLength)) checked(t, `${(schema as { $id?: string }).$id}`, schema)
+  }
+})
+
+t.test('the webhook event schemas, at the default and another text limit, are valid JSON Schemas', async (t) => {
+  for (const maxTextLength of [DEFAULT_MAX_TEXT_LENGTH, 10]) {
+    for (const [name, schema] of Object.entries(webhookEventSchemas(maxTextLength))) checked(t, `${name} (${maxTextLength})`, schema)
   }
 })
 

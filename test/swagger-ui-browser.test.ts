@@ -13,6 +13,7 @@ import { BROWSER_TIMEOUT as TIMEOUT, launchChromium, skipWithoutChromium } from 
  */
 
 const SCREENSHOT = fileURLToPath(new URL('../.tap/screenshots/swagger-ui-post-plants.png', import.meta.url))
+const WEBHOOKS_SCREENSHOT = SCREENSHOT.replace('post-plants', 'webhooks')
 const BIG_ID = '9007199254740993' // 2^53 + 1: a JavaScript number cannot hold it
 const BODY = `{"id": ${BIG_ID}, "name": "Browser fern", "tag": "e2e"}`
 
@@ -64,7 +65,7 @@ async function run (page: Page, method: string, path: string, body?: string) {
   }
 }
 
-t.test('Swagger UI runs the documented examples in order, and creates a plant with an id past 2^53, offline and within the CSP', {
+t.test('Swagger UI runs the documented examples in order, creates a plant with an id past 2^53 and shows the webhooks, offline and within the CSP', {
   skip: skipWithoutChromium(t),
   timeout: 5 * TIMEOUT
 }, async (t) => {
@@ -158,6 +159,28 @@ t.test('Swagger UI runs the documented examples in order, and creates a plant wi
     await page.locator('.responses-wrapper .live-responses-table .response').last().scrollIntoViewIfNeeded()
     await page.screenshot({ path: SCREENSHOT, fullPage: true })
     t.comment(`screenshot: ${SCREENSHOT}`)
+
+    // The webhooks, in a section of their own: what the service sends, to read (no Try it out).
+    const webhooks = page.locator('.webhooks')
+    await webhooks.locator('h2', { hasText: 'Webhooks' }).waitFor({ state: 'visible' })
+    const plantCreated = webhooks.locator('#operations-webhooks-plantCreated')
+    t.match(await plantCreated.locator('.opblock-summary-path').getAttribute('data-path'), '/plant/webhook',
+      'plantCreated under the original document\'s key')
+    await plantCreated.locator('.opblock-summary').click()
+    const headers = plantCreated.locator('tr[data-param-in="header"]')
+    await headers.first().waitFor({ state: 'visible' })
+    t.same(await headers.evaluateAll((rows) => rows.map((row) => row.getAttribute('data-param-name'))),
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature'], 'the three headers')
+    t.equal(await headers.locator('.parameter__name.required').count(), 3, 'each required')
+    const event = JSON.parse(await plantCreated.locator('.opblock-section-request-body .microlight').first().innerText())
+    t.same(event, { type: 'plant.created', timestamp: '2026-11-24T00:20:00.123Z', id: 1, name: 'Monstera', tag: 'tropical' },
+      'the example event')
+    t.same(await plantCreated.locator('.responses-table tr.response .response-col_status').allInnerTexts(), ['200', '410', 'default'],
+      'the answers a receiver gives')
+    t.equal(await plantCreated.locator('.try-out__btn').count(), 0, 'no Try it out')
+    t.equal(await webhooks.locator('#operations-webhooks-plantDeleted .opblock-summary-path').getAttribute('data-path'), '/plant/deleted')
+    await webhooks.screenshot({ path: WEBHOOKS_SCREENSHOT })
+    t.comment(`screenshot: ${WEBHOOKS_SCREENSHOT}`)
 
     t.same(foreignRequests, [], 'no request leaves 127.0.0.1 (no CDN, no validator, no telemetry)')
     t.same(failedRequests, [], 'no request failed')

@@ -2,7 +2,7 @@ import jwt from '@fastify/jwt'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyServerOptions } from 'fastify'
-import plantStore, { openapiDeclarations, swaggerReferenceName } from 'plant-store'
+import plantStore, { openapiDeclarations, openapiWebhooks, swaggerReferenceName } from 'plant-store'
 
 // The names the plant routes use in the host's document: its own JWT scheme, tags of their own.
 const openapi = { securityScheme: 'bearerAuth', plantsTag: 'garden', healthTag: 'garden-health' }
@@ -18,7 +18,8 @@ export async function buildHost (serverOptions: FastifyServerOptions = {}) {
       openapi: '3.1.0',
       info: { title: 'My garden', version: '1.0.0' },
       tags: openapiDeclarations(openapi).tags, // the plant routes' tags, with their descriptions
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } }
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      webhooks: openapiWebhooks() // the plant events the plugin sends to the endpoints of its `webhooks` option
     },
     // Named schemas keep readable component names (plant-store.Plant) instead of def-0, def-1…
     refResolver: { buildLocalReference: swaggerReferenceName }
