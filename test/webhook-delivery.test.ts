@@ -133,7 +133,7 @@ t.test('a 503 with Retry-After: the next attempt waits at least 60 s, and the Re
   const before = Date.now()
   t.equal((await createPlant(app, '{"id":9,"name":"a"}')).statusCode, 200)
   t.ok(await eventually(() => receiver.received.length === 2))
-  let deliveries: any[] = []
+  let deliveries: any[] = [] // eslint-disable-line @typescript-eslint/no-explicit-any
   for (let tries = 0; tries < 50 && !(deliveries.length === 2 && deliveries.every((delivery) => delivery.history.length === 1)); tries++) {
     deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
     await sleep(50)
@@ -202,4 +202,54 @@ t.test('closing: an attempt in flight finishes within drainTimeout; one cut off 
     t.same(event.deliveries[0].history.length, expected.attempts, 'an attempt cut off is not in the history')
     await again.close()
   }
+})
+
+t.test('an endpoint with no success for disableAfter is disabled, saying since when', async (t) => {
+  const secret = newSecret()
+  const receiver = await startReceiver(t, (response) => { response.statusCode = 500; response.end() })
+  const { app } = await build(t, { webhooks: webhooksFor([{ url: receiver.url, secret }], { retrySchedule: Array(20).fill(100), disableAfter: 400 }) })
+  t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
+  let endpoint: any // eslint-disable-line @typescript-eslint/no-explicit-any
+  for (let tries = 0; tries < 100; tries++) {
+    [endpoint] = (await admin(app, 'GET', '/webhooks/endpoints')).body
+    if (!endpoint.enabled) break
+    await sleep(50)
+  }
+  t.match(endpoint, { enabled: false, disabledReason: /^no successful delivery since \d{4}-/, pending: 1 })
+  const attempts = receiver.received.length
+  t.ok(attempts >= 2 && attempts < 20, `${attempts} attempts before it was disabled`)
+  await sleep(400)
+  t.equal(receiver.received.length, attempts, 'none after')
+})
+
+t.test('SSRF: an endpoint on loopback without the allow-list is blocked; nothing reaches the listener', async (t) => {
+  const secret = newSecret()
+  const receiver = await startReceiver(t)
+  const webhooks = webhooksFor([{ url: receiver.url, secret }, { url: `http://localhost:${receiver.port}/hook`, secret }], { allowedNetworks: [] })
+  const { app } = await build(t, { webhooks })
+  t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
+  let deliveries: any[] = [] // eslint-disable-line @typescript-eslint/no-explicit-any
+  for (let tries = 0; tries < 100 && !(deliveries.length === 2 && deliveries.every(({ history }) => history.length > 0)); tries++) {
+    deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
+    await sleep(20)
+  }
+  t.same(deliveries.map(({ history }) => history[0].outcome), ['blocked', 'blocked'])
+  t.equal(receiver.connections(), 0, 'the listener saw no connection')
+  t.match((await app.inject({ url: '/metrics' })).body, /plant_store_webhook_attempts_total\{endpoint="e0",outcome="blocked"\} 1\b/)
+})
+
+t.test('a store of the host\'s own without an outbox: the webhooks option is refused at registration', async (t) => {
+  const { createMemoryStore } = await import('../stores/memory.js')
+  const { openOutbox, ...withoutOutbox } = createMemoryStore()
+  t.ok(openOutbox)
+  await t.rejects(build(t, { store: withoutOutbox, webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }),
+    /option webhooks needs a store that keeps an outbox/)
+})
+
+t.test('admin routes need the token, and refuse a bad seq', async (t) => {
+  const { app } = await build(t, { webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) })
+  t.equal((await app.inject({ url: '/webhooks/events' })).statusCode, 401)
+  t.equal((await app.inject({ url: '/webhooks/endpoints' })).statusCode, 401)
+  t.equal((await admin(app, 'GET', '/webhooks/events/x')).status, 400)
+  t.same((await admin(app, 'GET', '/webhooks/events?limit=2&after=0')).body, [])
 })

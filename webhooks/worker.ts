@@ -19,6 +19,8 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** How often due deliveries are looked for when nothing wakes the worker. */
   pollMs?: number
+  /** How often finished events past the retention are removed (default hourly). */
+  pruneEveryMs?: number
   now?: () => number
   random?: () => number
 }
@@ -51,6 +53,7 @@ export class DeliveryWorker {
   private readonly endpoints = new Map<string, Endpoint>()
   private readonly concurrency: number
   private readonly leaseMs: number
+  private readonly pollMs: number
   private readonly now: () => number
   private readonly random: () => number
   private readonly abort = new AbortController()
@@ -71,6 +74,7 @@ export class DeliveryWorker {
     const { config } = options
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
     this.leaseMs = leaseFor(config.timeout)
+    this.pollMs = options.pollMs ?? DEFAULT_POLL_MS
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
     for (const endpoint of config.endpoints) {
@@ -85,8 +89,8 @@ export class DeliveryWorker {
   }
 
   start (): void {
-    this.poll = setInterval(() => this.tick(), this.options.pollMs ?? DEFAULT_POLL_MS).unref()
-    this.prune = setInterval(() => { this.pruneOld() }, PRUNE_EVERY_MS).unref()
+    this.poll = setInterval(() => this.tick(), this.pollMs).unref()
+    this.prune = setInterval(() => { this.pruneOld() }, this.options.pruneEveryMs ?? PRUNE_EVERY_MS).unref()
     this.pruneOld()
     this.wake()
   }
@@ -179,6 +183,8 @@ export class DeliveryWorker {
         attempts, status: result.status, timedOut: result.outcome === 'timeout', retryAfter: result.retryAfter
       }, now, this.random)
       next = wait === undefined ? { state: 'failed' } : { state: 'pending', dueAt: new Date(now + wait) }
+      // A retry due before the next poll is looked for when it falls due, not at the poll.
+      if (wait !== undefined && wait < this.pollMs) setTimeout(() => this.wake(), wait).unref()
     }
     this.records.push({
       seq: delivery.seq,
@@ -226,31 +232,28 @@ export class DeliveryWorker {
     if (records.length === 0) return
     try {
       await outbox.record(records)
+      const failing = new Set(records.filter(({ outcome }) => outcome !== 'success').map(({ endpoint }) => endpoint))
+      if (failing.size > 0) await this.disableLongFailing(failing)
     } catch (error) {
       log.warn({ err: error }, 'webhooks: attempt results could not be written; those deliveries are sent again once their lease runs out')
-      return
     }
-    const failing = new Set(records.filter(({ outcome }) => outcome !== 'success').map(({ endpoint }) => endpoint))
-    if (failing.size > 0) await this.disableLongFailing(failing)
   }
 
   /** Disables the endpoints among `names` that have had no success for longer than the setting. */
   private async disableLongFailing (names: Set<string>): Promise<void> {
     const now = this.now()
-    const due = [...names].map((name) => this.endpoints.get(name)!).filter((endpoint) => now - endpoint.lastDisableCheck >= DISABLE_CHECK_MS)
+    const { disableAfter } = this.options.config
+    // Checked at most once a minute per endpoint, and several times within a short disableAfter.
+    const every = Math.min(DISABLE_CHECK_MS, disableAfter / 4)
+    const due = [...names].map((name) => this.endpoints.get(name)!).filter((endpoint) => now - endpoint.lastDisableCheck >= every)
     if (due.length === 0) return
     for (const endpoint of due) endpoint.lastDisableCheck = now
-    try {
-      const states = await this.options.outbox.endpoints()
-      for (const state of states) {
-        const endpoint = this.endpoints.get(state.name)
-        if (endpoint === undefined || !due.includes(endpoint) || !state.enabled || state.failingSince === undefined) continue
-        if (now - state.failingSince.getTime() >= this.options.config.disableAfter) {
-          await this.disable(endpoint, `no successful delivery since ${state.failingSince.toISOString()}`)
-        }
+    for (const state of await this.options.outbox.endpoints()) {
+      const endpoint = this.endpoints.get(state.name)
+      if (endpoint === undefined || !due.includes(endpoint) || !state.enabled || state.failingSince === undefined) continue
+      if (now - state.failingSince.getTime() >= disableAfter) {
+        await this.disable(endpoint, `no successful delivery since ${state.failingSince.toISOString()}`)
       }
-    } catch (error) {
-      this.options.log.warn({ err: error }, 'webhooks: endpoint states could not be read')
     }
   }
 
