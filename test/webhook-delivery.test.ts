@@ -133,7 +133,7 @@ t.test('a 503 with Retry-After: the next attempt waits at least 60 s, and the Re
   const before = Date.now()
   t.equal((await createPlant(app, '{"id":9,"name":"a"}')).statusCode, 200)
   t.ok(await eventually(() => receiver.received.length === 2))
-  let deliveries: any[] = [] // eslint-disable-line @typescript-eslint/no-explicit-any
+  let deliveries: any[] = []
   for (let tries = 0; tries < 50 && !(deliveries.length === 2 && deliveries.every((delivery) => delivery.history.length === 1)); tries++) {
     deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
     await sleep(50)
@@ -209,7 +209,7 @@ t.test('an endpoint with no success for disableAfter is disabled, saying since w
   const receiver = await startReceiver(t, (response) => { response.statusCode = 500; response.end() })
   const { app } = await build(t, { webhooks: webhooksFor([{ url: receiver.url, secret }], { retrySchedule: Array(20).fill(100), disableAfter: 400 }) })
   t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
-  let endpoint: any // eslint-disable-line @typescript-eslint/no-explicit-any
+  let endpoint: any
   for (let tries = 0; tries < 100; tries++) {
     [endpoint] = (await admin(app, 'GET', '/webhooks/endpoints')).body
     if (!endpoint.enabled) break
@@ -228,7 +228,7 @@ t.test('SSRF: an endpoint on loopback without the allow-list is blocked; nothing
   const webhooks = webhooksFor([{ url: receiver.url, secret }, { url: `http://localhost:${receiver.port}/hook`, secret }], { allowedNetworks: [] })
   const { app } = await build(t, { webhooks })
   t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
-  let deliveries: any[] = [] // eslint-disable-line @typescript-eslint/no-explicit-any
+  let deliveries: any[] = []
   for (let tries = 0; tries < 100 && !(deliveries.length === 2 && deliveries.every(({ history }) => history.length > 0)); tries++) {
     deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
     await sleep(20)

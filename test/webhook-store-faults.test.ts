@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { openPostgresStore } from '../stores/postgres.js'
+import { resolveWebhooks } from '../webhooks/config.js'
+import { plantCreatedPayload, plantDeletedPayload } from '../webhooks/payload.js'
+import { messageId } from '../webhooks/signing.js'
+import { DeliveryWorker } from '../webhooks/worker.js'
+import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
+import { startReceiver } from './helpers/receiver.js'
+import { eventually, newSecret, webhooksFor } from './helpers/webhooks.js'
+
+const pgSkip = await postgresSkip()
+
+/** Makes the database refuse connections and ends the open ones: the store is down until `up`. */
+async function downFor (url: string) {
+  const name = new URL(url).pathname.slice(1)
+  await sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
+  await sqlOn(SERVER_URL, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+  return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
+}
+
+t.test('the database down while the worker claims, records, disables and prunes: warnings, then delivery once it is back', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  const store = await openPostgresStore(url)
+  t.teardown(() => store.close())
+  // The receiver answers 410 after 400 ms: meanwhile the database goes down, so that neither
+  // the endpoint's disabling nor the attempt's result can be written.
+  let gone = true
+  const receiver = await startReceiver(t, (response) => { setTimeout(() => { response.statusCode = gone ? 410 : 204; response.end() }, 400) })
+  const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }], { timeout: 1000 }))
+  const outbox = await store.openOutbox({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  })
+  const warnings: string[] = []
+  const worker = new DeliveryWorker({ outbox, config, log: { warn: (_object, message) => warnings.push(message) }, pollMs: 100, pruneEveryMs: 200 })
+  t.teardown(() => worker.stop(0))
+  await store.create({ id: 1n, name: 'a' })
+  worker.start()
+  t.ok(await eventually(() => receiver.received.length === 1), 'the first attempt is under way')
+  const up = await downFor(url)
+  t.teardown(up)
+  const expected = [/endpoint could not be disabled/, /results could not be written/, /could not be claimed/, /could not be pruned/]
+  const warned = () => expected.filter((pattern) => warnings.some((message) => pattern.test(message)))
+  t.ok(await eventually(() => warned().length === expected.length, 5000), `warned: ${[...new Set(warnings)].join(' | ')}`)
+  gone = false
+  await up()
+  // The result was lost: the delivery is sent again once its lease (2 x 1 s + 1 s) runs out.
+  t.ok(await eventually(() => receiver.received.length === 2, 8000), 'sent again after the lease')
+  t.equal(receiver.received[1].headers['webhook-id'], receiver.received[0].headers['webhook-id'], 'the same event')
+  let delivery = (await outbox.events({ limit: 1 }))[0].deliveries[0]
+  for (let tries = 0; tries < 50 && delivery.state !== 'delivered'; tries++) {
+    await sleep(50)
+    delivery = (await outbox.events({ limit: 1 }))[0].deliveries[0]
+  }
+  t.match(delivery, { state: 'delivered', attempts: 1 }, 'its result written this time')
+})
