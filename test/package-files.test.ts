@@ -14,8 +14,7 @@ const SHIPPED_FOLDERS = ['src', 'plugins', 'routes', 'schemas', 'stores', 'webho
 const SERVICE_ONLY = ['service', 'bench', 'test']
 
 t.test('package.json files is the short positive list of the shipped folders', async (t) => {
-  // Of webhooks/, only the settings the plugin checks, until events are delivered (issue 16).
-  t.same(packageJson.files, SHIPPED_FOLDERS.map((folder) => folder === 'webhooks' ? 'dist/webhooks/config.*' : `dist/${folder}`))
+  t.same(packageJson.files, SHIPPED_FOLDERS.map((folder) => `dist/${folder}`))
 })
 
 t.test('npm would pack the plugin, the stores and the client, and nothing of the service', async (t) => {
