@@ -19,12 +19,9 @@ export function outboxTables (plants: TableName) {
 
 type Tables = ReturnType<typeof outboxTables>
 
-/** The configured endpoints get a state row each (enabled); one known already keeps its state. */
-export const addEndpointsSql = ({ endpoints }: Tables) =>
-  `INSERT INTO ${endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name) ON CONFLICT (name) DO NOTHING`
 
 /** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
-export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
+const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
     type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,
@@ -37,6 +34,25 @@ export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tab
   `CREATE TABLE IF NOT EXISTS ${endpoints} (name text PRIMARY KEY, enabled boolean NOT NULL, disabled_reason text,
     disabled_at timestamptz, last_success_at timestamptz, failing_since timestamptz)`
 ]
+
+/**
+ * Makes the outbox tables when missing, instances starting together taking turns as for the plants
+ * table; the configured endpoints get a state row each (one known already keeps its state).
+ */
+export async function createOutboxTables (client: pg.PoolClient, tables: Tables, plants: TableName, endpoints: string[]): Promise<void> {
+  await client.query('BEGIN')
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
+    for (const statement of createOutboxSql(tables, plants)) await client.query(statement)
+    await client.query(`INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
+      ON CONFLICT (name) DO NOTHING`, [endpoints])
+    await client.query('COMMIT')
+  } catch (error) {
+    // Settled either way: the failure to report is the first one.
+    await Promise.allSettled([client.query('ROLLBACK')])
+    throw error
+  }
+}
 
 // Bookkeeping needs no fsync of its own: set for its own transaction only, inside the statement,
 // so that a shared pool's sessions are left as they were and no extra round trip is paid.

@@ -6,9 +6,7 @@ import {
   createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
 } from './postgres-table.js'
 import type { OutboxEventType, OutboxOptions, OutboxStore } from './outbox.js'
-import {
-  addEndpointsSql, createOutboxSql, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox
-} from './postgres-outbox.js'
+import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './postgres-outbox.js'
 import { toPlant, type ListOptions, type PlantStore } from './types.js'
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
@@ -186,6 +184,7 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
     options: OutboxOptions
     to: Record<OutboxEventType, string[]>
     deleteSql: string
+    tablesMade: () => Promise<void>
   } | undefined
   const ping = pingSql(tableSql)
   const queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
@@ -302,6 +301,7 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       // in the bench, beside pgbench's INSERT).
       const values: unknown[] = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
       if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
+        await outbox.tablesMade()
         // Made for every plant of the batch; only those of the rows inserted are stored.
         const at = new Date()
         const { payloads } = outbox.options
@@ -380,32 +380,35 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       const at = new Date()
       const { payloads, committed } = outbox.options
       const { deleteSql, to } = outbox
+      await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
       const { rowCount } = await answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted']]))
       if (rowCount === 1) committed?.('plant.deleted', 1)
       return rowCount === 1
     },
     async openOutbox (outboxOptions: OutboxOptions) {
       const tables = outboxTables(name)
-      const runQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) =>
-        answered((client) => query<R>(client, text, values, statement))
-      await answered(async (client) => {
-        await client.query('BEGIN')
-        try {
-          // Instances starting together take turns, as for the plants table.
-          await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
-          for (const statement of createOutboxSql(tables, name)) await client.query(statement)
-          await client.query(addEndpointsSql(tables), [outboxOptions.endpoints.map(({ name }) => name)])
-          await client.query('COMMIT')
-        } catch (error) {
-          await client.query('ROLLBACK').catch(ignore)
-          throw error
-        }
+      const endpointNames = outboxOptions.endpoints.map(({ name }) => name)
+      // Made now when the server answers; while it is down, by the first operation that needs them.
+      let made: Promise<void> | undefined
+      const tablesMade = () => made ??= run((client) => createOutboxTables(client, tables, name, endpointNames)).catch((error: unknown) => {
+        made = undefined
+        throw error
       })
+      try {
+        await tablesMade()
+      } catch (error) {
+        if (isSettingError(error as PostgresFailure)) throw (error as PostgresFailure).cause
+      }
+      const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) => {
+        await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
+        return answered((client) => query<R>(client, text, values, statement))
+      }
       const subscribers = (type: OutboxEventType) => outboxOptions.endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
       outbox = {
         options: outboxOptions,
         to: { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') },
-        deleteSql: deleteWithEventSql(tableSql, tables)
+        deleteSql: deleteWithEventSql(tableSql, tables),
+        tablesMade
       }
       if (outbox.to['plant.created'].length > 0) {
         insertBatch = { text: insertWithEventsSql(tableSql, tables), name: `${insertBatchName(tableSql)} with events` }

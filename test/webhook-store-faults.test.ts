@@ -55,3 +55,27 @@ t.test('the database down while the worker claims, records, disables and prunes:
   }
   t.match(delivery, { state: 'delivered', attempts: 1 }, 'its result written this time')
 })
+
+t.test('webhooks on with the database down at start: the store opens, creates are 503 with no event, then 200 with one', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  const up = await downFor(url)
+  t.teardown(up)
+  const store = await openPostgresStore(url)
+  t.teardown(() => store.close())
+  const config = resolveWebhooks(webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }], { timeout: 1000 }))
+  const committed: number[] = []
+  const outbox = await store.openOutbox({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events: [...events, 'plant.deleted'] })),
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
+    committed: (_type, count) => committed.push(count)
+  })
+  await t.rejects(store.create({ id: 1n, name: 'a' }), { statusCode: 503 }, 'a create while down: 503')
+  await t.rejects(store.delete(1n), { statusCode: 503 }, 'a delete while down: 503')
+  await t.rejects(outbox.stats(), { statusCode: 503 }, 'the outbox while down: 503')
+  await up()
+  t.same(await store.create({ id: 2n, name: 'b' }), { name: 'b' })
+  t.equal(await store.delete(2n), true)
+  const events = await outbox.events({ limit: 10 })
+  t.same(events.map(({ type }) => type), ['plant.created', 'plant.deleted'], 'only the creates and deletes that succeeded have events')
+  t.same(committed, [1, 1])
+})
