@@ -19,7 +19,6 @@ export function outboxTables (plants: TableName) {
 
 type Tables = ReturnType<typeof outboxTables>
 
-
 /** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
 const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,

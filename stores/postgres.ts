@@ -390,10 +390,13 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       const endpointNames = outboxOptions.endpoints.map(({ name }) => name)
       // Made now when the server answers; while it is down, by the first operation that needs them.
       let made: Promise<void> | undefined
-      const tablesMade = () => made ??= run((client) => createOutboxTables(client, tables, name, endpointNames)).catch((error: unknown) => {
-        made = undefined
-        throw error
-      })
+      const tablesMade = () => {
+        made ??= run((client) => createOutboxTables(client, tables, name, endpointNames)).catch((error: unknown) => {
+          made = undefined
+          throw error
+        })
+        return made
+      }
       try {
         await tablesMade()
       } catch (error) {
