@@ -49,7 +49,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     const [states, stats] = await guarded(Promise.all([outbox.endpoints(), outbox.stats()]))
     return states.filter(({ name }) => configured.has(name)).map((state) => {
       const endpoint = configured.get(state.name)!
-      const counts = stats.find(({ endpoint }) => endpoint === state.name)
+      const counts = stats.find(({ endpoint }) => endpoint === state.name)!
       return {
         name: state.name,
         host: endpoint.url.host,
@@ -59,8 +59,8 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
         disabledAt: iso(state.disabledAt),
         lastSuccessAt: iso(state.lastSuccessAt),
         failingSince: iso(state.failingSince),
-        pending: counts?.pending ?? 0,
-        failed: counts?.failed ?? 0
+        pending: counts.pending,
+        failed: counts.failed
       }
     })
   }
@@ -85,7 +85,8 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     }
   }, async (request) => {
     const { name } = request.params
-    if (!configured.has(name) || !await guarded(outbox.setEnabled(name, true))) throw new WebhookEndpointNotFoundError()
+    if (!configured.has(name)) throw new WebhookEndpointNotFoundError()
+    await guarded(outbox.setEnabled(name, true))
     return (await endpointViews()).find((view) => view.name === name)!
   })
 

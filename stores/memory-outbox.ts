@@ -95,8 +95,7 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
         })
         delivery.state = attempt.next.state
         if (attempt.next.state === 'pending') delivery.dueAt = attempt.next.dueAt.getTime()
-        const state = states.get(attempt.endpoint)
-        if (state === undefined) continue
+        const state = states.get(attempt.endpoint)!
         if (attempt.outcome === 'success') {
           state.lastSuccessAt = attempt.at
           state.failingSince = undefined

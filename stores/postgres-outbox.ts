@@ -168,7 +168,6 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
       }))
     },
     async record (records: readonly AttemptRecord[]) {
-      if (records.length === 0) return
       const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick)
       await runQuery(recordSql, [
         column(({ seq }) => seq), column(({ endpoint }) => endpoint), column(({ claim }) => claim), column(({ next }) => next.state),
@@ -177,7 +176,6 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
       ])
     },
     async release (claims) {
-      if (claims.length === 0) return
       await runQuery(releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date()])
     },
     async endpoints () {
@@ -210,7 +208,7 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
     async redeliver (seq, endpoint, attemptsSoFar) {
       const { rowCount } = await runQuery(`UPDATE ${deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
         WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date()])
-      return rowCount ?? 0
+      return Number(rowCount)
     },
     async stats () {
       const { rows } = await runQuery<{ endpoint: string, pending: number, failed: number, oldest: Date | null }>(`SELECT n.name AS endpoint,
@@ -227,7 +225,7 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
         a AS (DELETE FROM ${attempts} WHERE seq IN (SELECT seq FROM doomed)),
         d AS (DELETE FROM ${deliveries} WHERE seq IN (SELECT seq FROM doomed))
         DELETE FROM ${events} WHERE seq IN (SELECT seq FROM doomed)`, [before, PRUNE_BATCH])
-      return rowCount ?? 0
+      return Number(rowCount)
     }
   }
 }

@@ -34,7 +34,7 @@ interface EndpointRow {
   name: string, enabled: bigint, disabled_reason: string | null, disabled_at: bigint | null, last_success_at: bigint | null, failing_since: bigint | null
 }
 
-const dateOf = (ms: bigint | null) => ms === null ? undefined : new Date(Number(ms))
+const dateOf = (ms: bigint) => new Date(Number(ms))
 
 /** How the SQLite store runs a statement: its write guard (the file kept, busy retried) and its translation. */
 export interface SqliteRunner {

@@ -118,6 +118,7 @@ t.test('410: one attempt, the endpoint disabled and later events not sent to it 
   await sleep(1500)
   t.equal(receiver.received.length, 1, 'one attempt in all')
   t.match((await admin(app, 'GET', '/webhooks/endpoints')).body, [{ name: 'e0', enabled: false, disabledReason: /410/, pending: 2 }])
+  t.match((await app.inject({ url: '/metrics' })).body, /plant_store_webhook_endpoint_enabled\{endpoint="e0"\} 0\b/)
   gone = false
   t.match(await admin(app, 'POST', '/webhooks/endpoints/e0/enable'), { status: 200, body: { name: 'e0', enabled: true } })
   t.ok(await eventually(() => receiver.received.length === 3), 'both events sent once enabled again')
@@ -197,6 +198,8 @@ t.test('closing: an attempt in flight finishes within drainTimeout; one cut off 
     t.ok(took < drainTimeout + 1000, `closed in ${Math.round(took)} ms (drainTimeout ${drainTimeout})`)
     // Looked at again with another endpoint configured, so that e0's delivery is not claimed meanwhile.
     const { app: again } = await build(t, { store: file, webhooks: webhooksFor([{ name: 'viewer', url: 'http://127.0.0.1:9/', secret }]) })
+    t.same((await admin(again, 'GET', '/webhooks/endpoints')).body.map(({ name }: { name: string }) => name), ['viewer'],
+      'an endpoint no longer configured is not listed (its deliveries stay in the store)')
     const { body: [event] } = await admin(again, 'GET', '/webhooks/events')
     t.match(event.deliveries[0], expected, `drainTimeout ${drainTimeout}, answered after ${answerAfter} ms: ${JSON.stringify(expected)}`)
     t.same(event.deliveries[0].history.length, expected.attempts, 'an attempt cut off is not in the history')

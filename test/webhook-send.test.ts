@@ -50,6 +50,13 @@ t.test('a receiver that never answers: the attempt ends at the timeout', async (
   t.ok(result.durationMs >= 290 && result.durationMs < 1500, `ended after ${Math.round(result.durationMs)} ms`)
 })
 
+t.test('https: a receiver that does not speak TLS is a network failure with its code', async (t) => {
+  const plain = await startReceiver(t)
+  const result = await sender(t, `https://127.0.0.1:${plain.port}/hook`).send(HEADERS, '{}')
+  t.equal(result.outcome, 'network')
+  t.match(result.error, /^[A-Z_]+$/, `an error code: ${result.error}`)
+})
+
 t.test('a refused connection is a network failure; an abort at shutdown ends an attempt at once', async (t) => {
   const closed = await startReceiver(t)
   closed.server.close()

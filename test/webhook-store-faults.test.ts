@@ -80,3 +80,46 @@ t.test('webhooks on with the database down at start: the store opens, creates ar
   t.same(events.map(({ type }) => type), ['plant.created', 'plant.deleted'], 'only the creates and deletes that succeeded have events')
   t.same(committed, [1, 1])
 })
+
+t.test('closing while a claim is on its way: what it claimed is handed back, not sent', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  const store = await openPostgresStore(url)
+  t.teardown(() => store.close())
+  const receiver = await startReceiver(t)
+  const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }]))
+  const outbox = await store.openOutbox({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  })
+  await store.create({ id: 1n, name: 'a' })
+  const worker = new DeliveryWorker({ outbox, config, log: { warn () {} } })
+  worker.start()
+  // start() wakes the worker on the next turn, whose claim then waits for the database.
+  await new Promise(setImmediate)
+  await worker.stop(0)
+  t.equal(receiver.received.length, 0, 'nothing sent')
+  const [event] = await outbox.events({ limit: 1 })
+  t.match(event.deliveries[0], { state: 'pending', attempts: 0 })
+  t.ok(event.deliveries[0].dueAt!.getTime() <= Date.now(), 'due again at once: handed back, not left to its lease')
+})
+
+t.test('a database user that may not create the outbox tables: refused at start, naming the cause', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  const role = `plant_store_nocreate_${process.pid}`
+  await sqlOn(SERVER_URL, `CREATE ROLE ${role} LOGIN`)
+  // Its grants live in the test's database: revoked there (if it is still there) before the role goes.
+  t.teardown(async () => {
+    await sqlOn(url, `DROP OWNED BY ${role}`).catch(() => {})
+    await sqlOn(SERVER_URL, `DROP ROLE IF EXISTS ${role}`)
+  })
+  await sqlOn(url, 'CREATE TABLE plants (id int8 PRIMARY KEY, name text NOT NULL, tag text)')
+  await sqlOn(url, `GRANT SELECT, INSERT, DELETE ON plants TO ${role}`)
+  const roleUrl = new URL(url)
+  roleUrl.username = role
+  const store = await openPostgresStore(roleUrl.href)
+  t.teardown(() => store.close())
+  await t.rejects(store.openOutbox({
+    endpoints: [{ name: 'e0', events: ['plant.created'] }],
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  }), /permission denied/)
+})

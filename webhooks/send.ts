@@ -11,7 +11,7 @@ export interface AttemptResult {
   outcome: AttemptOutcome
   status?: number
   /** A short reason for a failure: a network error code, "timeout", "blocked"; never a secret. */
-  error?: string
+  error?: string | undefined
   retryAfter?: string
   durationMs: number
 }
@@ -82,7 +82,7 @@ export class EndpointSender {
       request.on('error', (error: NodeJS.ErrnoException) => {
         settle(error.code === 'EWEBHOOKBLOCKED'
           ? { outcome: 'blocked', error: 'blocked' }
-          : { outcome: 'network', error: error.code ?? 'network error' })
+          : { outcome: 'network', error: error.code })
       })
       request.end(body)
     })

@@ -18,12 +18,13 @@ const ENDPOINTS = [
  * the memory, SQLite and PostgreSQL stores each run it.
  */
 export function outboxContract (test: (name: string, run: () => Promise<void>) => unknown, open: () => Promise<Store>) {
-  const withOutbox = (name: string, run: (store: Store, outbox: WebhookOutbox, committed: Array<[OutboxEventType, number]>) => Promise<void>) =>
+  const withOutbox = (name: string, run: (store: Store, outbox: WebhookOutbox, committed: Array<[OutboxEventType, number]>) => Promise<void>,
+    endpoints = ENDPOINTS) =>
     test(name, async () => {
       const store = await open()
       const committed: Array<[OutboxEventType, number]> = []
       const options: OutboxOptions = {
-        endpoints: ENDPOINTS,
+        endpoints,
         payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
         committed: (type, count) => committed.push([type, count])
       }
@@ -154,4 +155,18 @@ export function outboxContract (test: (name: string, run: () => Promise<void>) =
     assert.equal(await outbox.prune(new Date(Date.now() + 60_000)), 2, 'the two finished ones')
     assert.deepEqual((await outbox.events({ limit: 10 })).map(({ seq }) => seq), all.slice(2).map(({ seq }) => seq), 'pending ones kept')
   })
+
+  withOutbox('endpoints that take only plant.deleted: a create writes no event, a delete one', async (store, outbox, committed) => {
+    await store.create({ id: 1n, name: 'a' })
+    assert.deepEqual(await outbox.events({ limit: 10 }), [])
+    await store.delete(1n)
+    assert.deepEqual((await outbox.events({ limit: 10 })).map(({ type }) => type), ['plant.deleted'])
+    assert.deepEqual(committed, [['plant.deleted', 1]])
+  }, [ENDPOINTS[2]])
+
+  withOutbox('endpoints that take only plant.created: a delete writes no event', async (store, outbox) => {
+    await store.create({ id: 1n, name: 'a' })
+    await store.delete(1n)
+    assert.deepEqual((await outbox.events({ limit: 10 })).map(({ type }) => type), ['plant.created'])
+  }, [ENDPOINTS[1]])
 }

@@ -76,12 +76,15 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
   const receiver = await slowReceiver(t, 30)
   const env = webhookEnv(databaseUrl, receiver.url, receiver.secret)
   const acknowledged = new Set<string>()
+  const runOf = new Map<string, number>()
   let id = 0
   for (let run = 1; run <= runs; run++) {
     const server = await startServer(t, env)
     const killAfter = 300 + Math.random() * 700
     const killed = sleep(killAfter).then(() => server.child.kill('SIGKILL'))
+    const first = id + 1
     for (const ack of await createUntil(server, () => ++id, killed)) acknowledged.add(ack)
+    for (let each = first; each <= id; each++) runOf.set(String(each), run)
     t.same(await exitWithin(server, 10_000), { code: null, signal: 'SIGKILL' }, `run ${run}: killed after ${Math.round(killAfter)} ms`)
   }
   const last = await startServer(t, env)
@@ -93,6 +96,13 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
   const strays = [...delivered()].filter((sent) => !stored.has(sent))
   t.same(strays, [], 'every delivered id is a stored plant')
   const duplicates = receiver.received.length - delivered().size
+  // Per run: its creates acknowledged, their events lost, and the extra deliveries of its events.
+  for (let run = 1; run <= runs; run++) {
+    const acked = [...acknowledged].filter((ack) => runOf.get(ack) === run)
+    const sent = receiver.ids().filter((sentId) => runOf.get(sentId) === run)
+    t.comment(`run ${run}: ${acked.length} acknowledged, ${acked.filter((ack) => !delivered().has(ack)).length} lost, ` +
+      `${sent.length - new Set(sent).size} duplicates`)
+  }
   t.comment(`${runs} kill -9 runs: ${acknowledged.size} creates acknowledged, ${stored.size} stored, ` +
     `${delivered().size} events delivered, ${lost.length} lost, ${duplicates} duplicates ` +
     `(${(100 * duplicates / Math.max(1, receiver.received.length)).toFixed(2)} %)`)
