@@ -36,15 +36,16 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
   const created = subscribers('plant.created')
   const deleted = subscribers('plant.deleted')
 
-  function add (type: OutboxEventType, payload: string, to: string[]) {
+  /** An event made at `at`: the payload's timestamp and the event's own time are one. */
+  function add (type: OutboxEventType, payload: string, to: string[], at: Date) {
     const seq = ++lastSeq
-    const dueAt = Date.now()
+    const dueAt = at.getTime()
     events.set(seq, {
       seq,
       messageId: payloads.messageId(),
       type,
       payload,
-      createdAt: new Date(),
+      createdAt: at,
       deliveries: to.map((endpoint) => ({ endpoint, state: 'pending', attempts: 0, dueAt, history: [] }))
     })
     committed?.(type, 1)
@@ -171,10 +172,12 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
   return {
     outbox,
     created (plant: { id: bigint, name: string, tag?: string }) {
-      if (created.length > 0) add('plant.created', payloads.created(plant, new Date()), created)
+      const at = new Date()
+      if (created.length > 0) add('plant.created', payloads.created(plant, at), created, at)
     },
     deleted (id: bigint) {
-      if (deleted.length > 0) add('plant.deleted', payloads.deleted(id, new Date()), deleted)
+      const at = new Date()
+      if (deleted.length > 0) add('plant.deleted', payloads.deleted(id, at), deleted, at)
     }
   }
 }

@@ -11,8 +11,16 @@ export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unkno
 // The most finished events one prune removes: each prune is one short statement.
 const PRUNE_BATCH = 10_000
 
+// PostgreSQL cuts names at 63 bytes, silently: the longest suffix must fit after the table's name.
+const LONGEST_SUFFIX = '_webhook_deliveries'
+export const MAX_WEBHOOK_TABLE_BYTES = 63 - LONGEST_SUFFIX.length
+
 /** The outbox tables, beside the plants table and named after it. */
 export function outboxTables (plants: TableName) {
+  if (Buffer.byteLength(plants.table) > MAX_WEBHOOK_TABLE_BYTES) {
+    throw new Error(`plant-store: with webhooks, the PostgreSQL table name may have at most ${MAX_WEBHOOK_TABLE_BYTES} bytes ` +
+      `(its outbox tables are named after it, and PostgreSQL would cut theirs): "${plants.table}" is longer; choose a shorter postgres.table`)
+  }
   const named = (suffix: string) => sqlName({ schema: plants.schema, table: `${plants.table}_webhook_${suffix}` })
   return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints') }
 }
@@ -122,7 +130,9 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
     UPDATE ${endpointTable} e SET last_success_at = coalesce(s.ok_at, e.last_success_at),
       failing_since = CASE WHEN s.ok_at IS NOT NULL AND (s.bad_at IS NULL OR s.ok_at >= s.bad_at) THEN NULL
         ELSE coalesce(e.failing_since, s.bad_first) END
-    FROM streak s WHERE e.name = s.endpoint`
+    -- The endpoint rows locked in name order: two instances recording at once never wait for each other in a cycle.
+    FROM streak s, (SELECT name FROM ${endpointTable} WHERE name IN (SELECT endpoint FROM done) ORDER BY name FOR UPDATE) l
+    WHERE e.name = s.endpoint AND l.name = s.endpoint`
   const releaseSql = `WITH ${NO_FSYNC}
     UPDATE ${deliveries} d SET claim = NULL, due_at = $4 FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(seq, endpoint, claim), nofsync
     WHERE d.seq = r.seq AND d.endpoint = r.endpoint AND d.claim = r.claim`

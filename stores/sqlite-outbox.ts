@@ -46,8 +46,10 @@ export interface SqliteRunner {
 /**
  * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
  * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
- * with synchronous=OFF: it is not fsynced itself, but the next plant commit (synchronous=FULL)
- * syncs the log it sits in; losing such a mark to a power cut only sends a delivery again.
+ * with synchronous=NORMAL: its commits are not fsynced, but the next plant commit (FULL) syncs the
+ * log they sit in, and losing such a mark to a power cut only sends a delivery again. Not OFF: a
+ * checkpoint run by a bookkeeping commit would then skip its own fsyncs, and a power cut could
+ * lose plants the log had already made durable.
  */
 export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
   db.exec(SCHEMA)
@@ -102,7 +104,7 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
 
   /** A bookkeeping transaction: guarded as the store's writes are, but without an fsync of its own. */
   const bookkeeping = <R>(work: () => R): Promise<R> => runner.write(() => {
-    db.pragma('synchronous = OFF')
+    db.pragma('synchronous = NORMAL')
     try {
       return db.transaction(work)()
     } finally {

@@ -234,13 +234,14 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
   const insertPending = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
     try {
       insert.run(plant.id, plant.name, plant.tag ?? null)
-      if (outbox?.created(plant, at)) events++
-      return undefined
     } catch (error) {
       // A taken id fails its own statement only; any other failure ends the whole transaction.
       if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
       throw error
     }
+    // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
+    if (outbox?.created(plant, at)) events++
+    return undefined
   }))
   async function commitPending () {
     const batch = pending

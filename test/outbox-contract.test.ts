@@ -9,15 +9,29 @@ import { freshDatabase, postgresSkip } from './helpers/postgres.js'
 const pgSkip = await postgresSkip()
 
 t.test('memory', async (t) => {
-  outboxContract((name, run) => t.test(name, run), async () => createMemoryStore())
+  outboxContract({ test: (name, run) => t.test(name, run), open: async () => createMemoryStore() })
 })
 
 t.test('SQLite', async (t) => {
-  let n = 0
-  const dir = t.testdir({})
-  outboxContract((name, run) => t.test(name, run), async () => openSqliteStore(join(dir, `outbox-${n++}.db`)))
+  let files = 0
+  const newFile = () => join(t.testdir(), `outbox-${++files}.db`)
+  outboxContract({
+    test: (name, run) => t.test(name, run),
+    open: async () => openSqliteStore(newFile()),
+    storage: async () => {
+      const file = newFile()
+      return async () => openSqliteStore(file)
+    }
+  })
 })
 
 t.test('PostgreSQL', { skip: pgSkip }, async (t) => {
-  outboxContract((name, run) => t.test(name, run), async () => openPostgresStore(await freshDatabase(t)))
+  outboxContract({
+    test: (name, run) => t.test(name, run),
+    open: async () => openPostgresStore(await freshDatabase(t)),
+    storage: async () => {
+      const url = await freshDatabase(t)
+      return async () => openPostgresStore(url)
+    }
+  })
 })

@@ -256,3 +256,16 @@ t.test('admin routes need the token, and refuse a bad seq', async (t) => {
   t.equal((await admin(app, 'GET', '/webhooks/events/x')).status, 400)
   t.same((await admin(app, 'GET', '/webhooks/events?limit=2&after=0')).body, [])
 })
+
+t.test('with the host\'s authentication, the admin routes are guarded by it too', async (t) => {
+  const { app } = await build(t, {
+    tokens: undefined,
+    authenticate: (request) => request.headers['x-user'] === 'ops' ? 'ops' : false,
+    openapi: {},
+    webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }])
+  })
+  t.equal((await app.inject({ url: '/webhooks/endpoints' })).statusCode, 401)
+  const reply = await app.inject({ url: '/webhooks/endpoints', headers: { 'x-user': 'ops' } })
+  t.equal(reply.statusCode, 200)
+  t.match(reply.json(), [{ name: 'e0', enabled: true }])
+})

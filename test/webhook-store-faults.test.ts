@@ -123,3 +123,10 @@ t.test('a database user that may not create the outbox tables: refused at start,
     payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
   }), /permission denied/)
 })
+
+t.test('a plants table name too long to name its outbox tables after: refused when webhooks are opened', { skip: pgSkip }, async (t) => {
+  const store = await openPostgresStore(await freshDatabase(t), { table: 'p'.repeat(45) })
+  t.teardown(() => store.close())
+  await t.rejects(store.openOutbox({ endpoints: [], payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId } }),
+    /table name may have at most 44 bytes/)
+})
