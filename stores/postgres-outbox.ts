@@ -50,7 +50,11 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
   await client.query('BEGIN')
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
-    for (const statement of createOutboxSql(tables, plants)) await client.query(statement)
+    // Made only when missing: CREATE ... IF NOT EXISTS would need the CREATE privilege even then.
+    const names = [tables.events, tables.deliveries, tables.attempts, tables.endpoints]
+    const { rows: [{ present }] } = await client.query<{ present: boolean }>(
+      'SELECT bool_and(to_regclass(name) IS NOT NULL) AS present FROM unnest($1::text[]) AS t(name)', [names])
+    if (!present) for (const statement of createOutboxSql(tables, plants)) await client.query(statement)
     await client.query(`INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
       ON CONFLICT (name) DO NOTHING`, [endpoints])
     await client.query('COMMIT')
