@@ -147,13 +147,22 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
       return claimed
     }),
     record: (attempts: readonly AttemptRecord[]) => bookkeeping(() => {
+      // Each endpoint's streak is written once per batch: its last success, or its first failure.
+      const streaks = new Map<string, { success?: number, failure?: number }>()
       for (const attempt of attempts) {
         const dueAt = attempt.next.state === 'pending' ? attempt.next.dueAt.getTime() : 0
         if (settle.run(attempt.next.state, dueAt, attempt.seq, attempt.endpoint, attempt.claim).changes === 0) continue
         const at = attempt.at.getTime()
         insertAttempt.run(attempt.seq, attempt.endpoint, at, attempt.outcome, attempt.status ?? null, attempt.error ?? null, attempt.durationMs)
-        if (attempt.outcome === 'success') succeeded.run(at, attempt.endpoint)
-        else failedOnce.run(at, attempt.endpoint)
+        const streak = streaks.get(attempt.endpoint) ?? {}
+        if (attempt.outcome === 'success') streak.success = Math.max(streak.success ?? at, at)
+        else streak.failure = Math.min(streak.failure ?? at, at)
+        streaks.set(attempt.endpoint, streak)
+      }
+      for (const [endpoint, { success, failure }] of streaks) {
+        // A failure after the batch's last success starts a streak; one before it does not.
+        if (success !== undefined) succeeded.run(success, endpoint)
+        if (failure !== undefined && (success === undefined || failure > success)) failedOnce.run(failure, endpoint)
       }
     }),
     release: (claims) => bookkeeping(() => {

@@ -149,6 +149,10 @@ t.test('a receiver that never answers delays neither another endpoint nor the cr
   const silent = await startReceiver(t, () => {})
   const healthy = await startReceiver(t)
   const { app } = await build(t, { webhooks: webhooksFor([{ url: silent.url, secret }, { url: healthy.url, secret }], { timeout: 3000 }) })
+  const warnings: Error[] = []
+  const onWarning = (warning: Error) => warnings.push(warning)
+  process.on('warning', onWarning)
+  t.teardown(() => process.off('warning', onWarning))
   const latencies: number[] = []
   for (let id = 1; id <= 40; id++) {
     const start = performance.now()
@@ -161,6 +165,7 @@ t.test('a receiver that never answers delays neither another endpoint nor the cr
   latencies.sort((a, b) => a - b)
   t.ok(latencies[Math.floor(latencies.length / 2)] < 20, `create latency median ${latencies[20].toFixed(1)} ms`)
   t.ok(silent.received.length >= 16, `the silent endpoint holds ${silent.received.length} attempts open`)
+  t.same(warnings.map(({ name }) => name), [], 'no process warning (16 attempts in flight listen to one abort signal)')
 })
 
 t.test('metrics: events by type equal plants created; attempts by endpoint and outcome; pending and enabled', async (t) => {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../stores/outbox.js'
 import type { WebhookEndpoint, WebhooksConfig } from './config.js'
@@ -77,6 +78,8 @@ export class DeliveryWorker {
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
+    // Every attempt in flight listens to it: up to `concurrency` per endpoint, not Node's default of 10.
+    setMaxListeners(0, this.abort.signal)
     for (const endpoint of config.endpoints) {
       this.endpoints.set(endpoint.name, {
         config: endpoint,
