@@ -26,7 +26,7 @@ export interface DeliveryWorkerOptions {
   random?: () => number
 }
 
-export const DEFAULT_CONCURRENCY = 16
+export const DEFAULT_CONCURRENCY = 64
 export const DEFAULT_POLL_MS = 1000
 // A claim outlives its attempt (bounded by the timeout) by as long again plus a second, to write
 // the result; after that, another instance may take the delivery over.
@@ -34,6 +34,7 @@ const leaseFor = (timeout: number) => 2 * timeout + 1000
 // How often an endpoint's failing streak is looked at, and old events pruned.
 const DISABLE_CHECK_MS = 60_000
 const PRUNE_EVERY_MS = 3_600_000
+const FLUSH_DELAY_MS = 5
 
 interface Endpoint {
   config: WebhookEndpoint
@@ -158,7 +159,8 @@ export class DeliveryWorker {
       .finally(() => {
         endpoint.inFlight--
         this.inFlight.delete(done)
-        if (endpoint.backlog) this.wake()
+        // With more due, claimed again once half the slots are free: claims come in batches.
+        if (endpoint.backlog && endpoint.inFlight <= this.concurrency / 2) this.wake()
       })
     this.inFlight.add(done)
   }
@@ -215,11 +217,12 @@ export class DeliveryWorker {
   private queueFlush (): void {
     if (this.flushQueued) return
     this.flushQueued = true
-    setImmediate(() => {
+    // A few ms later: the results of a burst of attempts are written together.
+    setTimeout(() => {
       this.flushQueued = false
       const write = this.flush().finally(() => this.writes.delete(write))
       this.writes.add(write)
-    })
+    }, FLUSH_DELAY_MS)
   }
 
   /** Writes the results and releases gathered since the last flush, in one call each. */
