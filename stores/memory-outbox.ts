@@ -82,7 +82,8 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
       return claimed
     },
     async record (attempts: readonly AttemptRecord[]) {
-      for (const attempt of attempts) {
+      // In the order they happened, as the durable stores read an endpoint's streak.
+      for (const attempt of attempts.toSorted((a, b) => a.at.getTime() - b.at.getTime())) {
         const delivery = deliveryOf(attempt.seq, attempt.endpoint)
         if (delivery === undefined || delivery.claim !== attempt.claim) continue
         delivery.claim = undefined

@@ -225,7 +225,7 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
 
   // Once webhooks are on, each plant's event is written in the plant's own transaction.
   let outbox: ReturnType<typeof openSqliteOutbox> | undefined
-  let committed: OutboxOptions['committed']
+  let committed: NonNullable<OutboxOptions['committed']> = () => {}
 
   // Group commit: the creates that arrive together (in one turn of the event loop) share one
   // transaction, so one fsync acknowledges them all instead of one fsync each.
@@ -262,7 +262,7 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
       if (failure) reject(translate(failure))
       else resolve(toPlant(plant.name, plant.tag))
     })
-    if (events > 0) committed?.('plant.created', events)
+    if (events > 0) committed('plant.created', events)
   }
   const removeWithEvent = db.transaction((id: bigint, at: number) => {
     const deleted = remove.run(id).changes > 0
@@ -291,12 +291,12 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
     }),
     async delete (id: bigint) {
       const { deleted, event } = await write(() => removeWithEvent(id, Date.now()))
-      if (event) committed?.('plant.deleted', 1)
+      if (event) committed('plant.deleted', 1)
       return deleted
     },
     async openOutbox (options: OutboxOptions) {
       outbox = await write(() => openSqliteOutbox(db, { write, read }, options))
-      committed = options.committed
+      committed = options.committed ?? committed
       return outbox.outbox
     },
     ping: () => read(() => {

@@ -4,6 +4,7 @@ import { AUTH, build, createPlant, JSON_TYPE, type App } from './helpers/app.js'
 import { startReceiver } from './helpers/receiver.js'
 import { eventually, newSecret, verifyDelivery, webhooksFor } from './helpers/webhooks.js'
 import { parseExactJson } from '../client/exact-json.js'
+import { createMemoryStore } from '../stores/memory.js'
 
 const INT64_MAX = 2n ** 63n - 1n
 const INT64_MIN = -(2n ** 63n)
@@ -52,6 +53,18 @@ t.test('a 409, a 400 and a delete of nothing produce no event; a delete sends pl
   t.match(deleted.received[0].body, /^\{"type":"plant\.deleted","timestamp":"[^"]+","id":1\}$/)
   const events = await admin(app, 'GET', '/webhooks/events')
   t.same(events.body.map(({ type }: { type: string }) => type), ['plant.created', 'plant.deleted'], 'two events stored')
+})
+
+t.test('a burst of 150 events, more than an endpoint\'s 64 slots: each reaches the receiver once', async (t) => {
+  const receiver = await startReceiver(t)
+  const store = createMemoryStore()
+  const { app } = await build(t, { store, webhooks: webhooksFor([{ url: receiver.url, secret: newSecret() }]) })
+  // In one burst: the worker's first claim finds more due than the endpoint has slots.
+  await Promise.all(Array.from({ length: 150 }, (_, index) => createPlant(app, `{"id":${index + 1},"name":"a"}`)))
+  t.ok(await eventually(() => receiver.received.length >= 150, 10_000), `${receiver.received.length} deliveries`)
+  await sleep(300)
+  t.equal(new Set(receiver.received.map(({ headers }) => headers['webhook-id'])).size, 150, '150 distinct events')
+  t.equal(receiver.received.length, 150, 'each once')
 })
 
 t.test('500 then 200: attempts at the scheduled gaps, then none', async (t) => {

@@ -127,7 +127,6 @@ export class DeliveryWorker {
         const wants = [...this.endpoints.values()]
           .filter((endpoint) => endpoint.inFlight < this.concurrency)
           .map((endpoint) => ({ endpoint: endpoint.config.name, limit: this.concurrency - endpoint.inFlight }))
-        if (wants.length === 0) break
         const claimed = await this.options.outbox.claim(wants, this.leaseMs)
         if (this.stopping) {
           this.releases.push(...claimed)

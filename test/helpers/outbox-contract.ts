@@ -276,6 +276,18 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
     same(await outbox.endpoints(), [{ name: 'created', enabled: true, lastSuccessAt: t3 }])
   })
 
+  withOutbox('results written together: a failure after the last success starts a streak, one before it does not', ['created'], async (store, outbox) => {
+    for (let id = 1n; id <= 4n; id++) await store.create({ id, name: `plant ${id}` })
+    const [one, two, three, four] = await outbox.claim([{ endpoint: 'created', limit: 4 }], LONG_LEASE_MS)
+    const failure = (delivery: ClaimedDelivery, at: Date) => attempt(delivery, { outcome: 'http_error', status: 500, at, next: retryIn(60_000) })
+    const success = (delivery: ClaimedDelivery, at: Date) => attempt(delivery, { outcome: 'success', status: 200, at, next: { state: 'delivered' } })
+    const [t1, t2, t3, t4] = [4000, 3000, 2000, 1000].map((ago) => new Date(Date.now() - ago))
+    await outbox.record([success(two, t2), failure(one, t1)])
+    same(await outbox.endpoints(), [{ name: 'created', enabled: true, lastSuccessAt: t2 }], 'the failure came before the success')
+    await outbox.record([failure(four, t4), success(three, t3)])
+    same(await outbox.endpoints(), [{ name: 'created', enabled: true, lastSuccessAt: t3, failingSince: t4 }], 'the failure came after it')
+  })
+
   withOutbox('release hands claimed deliveries back, due at once', ['created'], async (store, outbox) => {
     await store.create({ id: 1n, name: 'fern' })
     await store.create({ id: 2n, name: 'rose' })
