@@ -6,10 +6,13 @@
 // PostgreSQL is skipped with a notice when unreachable, except under CI=true. Last, `npm start`
 // on this unchanged checkout is timed to its first /healthz answer (it must not rebuild).
 import { execFileSync, spawn } from 'node:child_process'
+import { createHmac, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
+import { createServer } from 'node:http'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
 
@@ -53,11 +56,41 @@ function listening (child) {
   })
 }
 
-/** Starts `node server.mjs` in `dir`, creates and reads a plant, stops it with SIGTERM. */
+/** A webhook receiver on 127.0.0.1: resolves the first delivery's headers and body. */
+async function webhookReceiver () {
+  let deliver
+  const delivered = new Promise((resolve) => { deliver = resolve })
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => { body += chunk })
+    request.on('end', () => {
+      response.end()
+      deliver({ headers: request.headers, body })
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { url: `http://127.0.0.1:${server.address().port}/hook`, delivered, close: () => server.close() }
+}
+
+/**
+ * Starts `node server.mjs` in `dir` with a webhook endpoint, creates and reads a plant, waits for
+ * its signed plant.created delivery, stops it with SIGTERM.
+ */
 async function exercise (dir, databaseUrl) {
+  const receiver = await webhookReceiver()
+  const secret = `whsec_${randomBytes(32).toString('base64')}`
   const child = spawn(process.execPath, ['server.mjs'], {
     cwd: dir,
-    env: { PATH: process.env.PATH, PORT: '0', DATABASE_URL: databaseUrl, API_TOKENS: TOKEN, NODE_ENV: 'production' },
+    env: {
+      PATH: process.env.PATH,
+      PORT: '0',
+      DATABASE_URL: databaseUrl,
+      API_TOKENS: TOKEN,
+      NODE_ENV: 'production',
+      WEBHOOK_URL: receiver.url,
+      WEBHOOK_SECRET: secret,
+      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8'
+    },
     stdio: ['ignore', 'pipe', 'inherit']
   })
   const address = await listening(child)
@@ -67,6 +100,13 @@ async function exercise (dir, databaseUrl) {
   const [createdText, readText] = [await created.text(), await read.text()]
   if (created.status !== 200 || createdText !== '{"name":"Monstera"}') throw new Error(`create: ${created.status} ${createdText}`)
   if (read.status !== 200 || readText !== `[{"id":${ID},"name":"Monstera"}]`) throw new Error(`list: ${read.status} ${readText}`)
+  const { headers: hook, body } = await Promise.race([receiver.delivered, sleep(10_000).then(() => ({ headers: {}, body: 'none within 10 s' }))])
+  receiver.close()
+  const signed = `${hook['webhook-id']}.${hook['webhook-timestamp']}.${body}`
+  const signature = `v1,${createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(signed).digest('base64')}`
+  if (!new RegExp(`^\\{"type":"plant\\.created","timestamp":"[^"]+","id":${ID},"name":"Monstera"\\}$`).test(body) || hook['webhook-signature'] !== signature) {
+    throw new Error(`webhook: ${JSON.stringify(hook)} ${body}`)
+  }
   child.kill('SIGTERM')
   const [code, signal] = await once(child, 'exit')
   if (code !== 0) throw new Error(`SIGTERM: the service exited with ${code ?? signal}`)
@@ -136,7 +176,7 @@ try {
 } finally {
   if (!process.argv.includes('--keep')) rmSync(work, { recursive: true, force: true })
 }
-process.stdout.write('\nThe runtime folder, installed with npm ci --omit=dev, started, a plant created and read, SIGTERM: exit 0\n')
+process.stdout.write('\nThe runtime folder, installed with npm ci --omit=dev, started, a plant created and read, its webhook delivered and signed, SIGTERM: exit 0\n')
 for (const [store, { packages, megabytes }] of results) {
   process.stdout.write(`  ${store}: ${packages} packages, ${megabytes.toFixed(1)} MB\n`)
 }
