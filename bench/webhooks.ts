@@ -1,0 +1,152 @@
+// `npm run bench:webhooks`: the cost of webhooks, side by side in one run. For each store, the
+// service with webhooks off and with one endpoint (a fast receiver in its own process) take
+// create runs in turn; medians of CPU per create and req/s, their ratios, the pending deliveries
+// after each run and the time to drain them; then both idle for 10 s: CPU, and on PostgreSQL the
+// transactions the database saw. `node dist/bench/webhooks.js --help` lists the options.
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { fileURLToPath } from 'node:url'
+import { parseArgs } from 'node:util'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { createDatabase, databaseUrl, dropDatabase, postgresUnreachable } from './stores.js'
+import { cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stopAll, type Server } from './targets.js'
+
+const { values: args } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '50' },
+    stores: { type: 'string', default: 'sqlite,postgres' },
+    help: { type: 'boolean', default: false }
+  }
+})
+if (args.help) {
+  process.stdout.write('node dist/bench/webhooks.js [--rounds 3] [--duration 10] [--connections 50] [--stores sqlite,postgres]\n')
+  process.exit(0)
+}
+const [rounds, duration, connections] = [Number(args.rounds), Number(args.duration), Number(args.connections)]
+const SERVICE = fileURLToPath(new URL('../server.mjs', import.meta.url))
+const RECEIVER = fileURLToPath(new URL('./receiver.js', import.meta.url))
+const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+const token = randomBytes(24).toString('base64url')
+const tmp = mkdtempSync(join(tmpdir(), 'plant-store-bench-webhooks-'))
+const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]
+const progress = (line: string) => process.stderr.write(`${line}\n`)
+
+const port = await freePort()
+const receiverNode = [process.execPath, RECEIVER, String(port)]
+const receiver = spawnTracked(hasTaskset ? 'taskset' : receiverNode[0], hasTaskset ? ['-c', '1', ...receiverNode] : receiverNode.slice(1),
+  { stdio: ['ignore', 'pipe', 'inherit'] })
+let received = 0
+receiver.child.stdout!.on('data', (chunk: Buffer) => { received = Number(String(chunk).trim().split('\n').at(-1)) })
+const secret = `whsec_${randomBytes(32).toString('base64')}`
+const webhookEnv = { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
+
+let nextId = 1
+async function createRun (server: Server, seconds: number) {
+  const before = cpuMicros(server.pid)
+  const result = await autocannon({
+    url: `${server.url}/plants`,
+    method: 'POST',
+    connections,
+    duration: seconds,
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    requests: [{ setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"bench"}` }) }]
+  })
+  const created = result.requests.total - result.non2xx
+  return { reqPerSec: result.requests.total / result.duration, cpuPerCreate: (cpuMicros(server.pid) - before) / created, created, other: result.non2xx }
+}
+
+async function pending (server: Server): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text()
+  return Number(/^plant_store_webhook_pending\{endpoint="default"\} (\d+)/m.exec(text)?.[1] ?? NaN)
+}
+
+const lines: string[] = []
+async function measure (store: string, url: () => Promise<string>, xacts?: (url: string) => Promise<number>) {
+  const [plainUrl, hooksUrl] = [await url(), await url()]
+  const env = { DATABASE_URL: plainUrl, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
+  const plain = await startServer({ name: `${store}`, script: SERVICE, env, stderrFile: join(tmp, `${store}.log`) })
+  const hooks = await startServer({
+    name: `${store}+webhook`, script: SERVICE, env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv }, stderrFile: join(tmp, `${store}-webhook.log`)
+  })
+  await createRun(plain, 2)
+  await createRun(hooks, 2)
+  const runs = { plain: [] as Array<Awaited<ReturnType<typeof createRun>>>, hooks: [] as Array<Awaited<ReturnType<typeof createRun>>> }
+  const pendings: number[] = []
+  for (let round = 1; round <= rounds; round++) {
+    runs.plain.push(await createRun(plain, duration))
+    runs.hooks.push(await createRun(hooks, duration))
+    pendings.push(await pending(hooks))
+    progress(`[${store} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; pending ${pendings.at(-1)}`)
+  }
+  const drainStart = performance.now()
+  while (await pending(hooks) > 0 && performance.now() - drainStart < 60_000) await sleep(50)
+  const drainMs = performance.now() - drainStart
+  const created = runs.hooks.reduce((sum, run) => sum + run.created, 0)
+  // PostgreSQL sessions report their statistics up to 10 s after they fall idle: the runs' are in first.
+  await sleep(11_000)
+  // Idle: 10 s of nothing, both at once.
+  const idle = async (server: Server, databaseUrlOf: string) => {
+    const [cpu, xact] = [cpuMicros(server.pid), await xacts?.(databaseUrlOf)]
+    await sleep(10_000)
+    return { cpuMs: (cpuMicros(server.pid) - cpu) / 1000, xacts: xact === undefined ? undefined : await xacts!(databaseUrlOf) - xact }
+  }
+  const [idlePlain, idleHooks] = await Promise.all([idle(plain, plainUrl), idle(hooks, hooksUrl)])
+  const off = { cpu: median(runs.plain.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.plain.map(({ reqPerSec }) => reqPerSec)) }
+  const on = { cpu: median(runs.hooks.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.hooks.map(({ reqPerSec }) => reqPerSec)) }
+  lines.push(`${store}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
+    `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x); pending after each run ${pendings.join(', ')}; ` +
+    `drained in ${drainMs.toFixed(0)} ms`,
+  `${store}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
+    (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
+  progress(lines.slice(-2).join('\n'))
+  return created
+}
+
+try {
+  const stores = args.stores.split(',')
+  let sent = 0
+  if (stores.includes('sqlite')) {
+    let n = 0
+    sent += await measure('sqlite', async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`)
+  }
+  if (stores.includes('postgres')) {
+    const unreachable = await postgresUnreachable(ADMIN_URL)
+    if (unreachable !== undefined) {
+      lines.push(`postgres: skipped (${unreachable})`)
+    } else {
+      const names: string[] = []
+      const xacts = async (url: string) => {
+        const client = new pg.Client({ connectionString: ADMIN_URL })
+        await client.connect()
+        try {
+          const { rows: [row] } = await client.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [new URL(url).pathname.slice(1)])
+          return Number(row.n)
+        } finally {
+          await client.end()
+        }
+      }
+      try {
+        sent += await measure('postgres', async () => {
+          const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
+          names.push(name)
+          await createDatabase(ADMIN_URL, name)
+          return databaseUrl(ADMIN_URL, name)
+        }, xacts)
+      } finally {
+        await stopAll()
+        for (const name of names) await dropDatabase(ADMIN_URL, name)
+      }
+    }
+  }
+  lines.push(`receiver: ${received} deliveries for ${sent} creates acknowledged with webhooks on (the warm-up runs' creates come on top)`)
+  process.stdout.write(`\n${lines.join('\n')}\n`)
+} finally {
+  await stopAll()
+  rmSync(tmp, { recursive: true, force: true })
+}
