@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
-import type {
-  AttemptRecord, AttemptView, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+import {
+  subscribersOf, type AttemptRecord, type AttemptView, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
 interface Delivery {
@@ -32,12 +33,10 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
   const events = new Map<bigint, StoredEvent>()
   let lastSeq = 0n
   const states = new Map<string, EndpointState>(endpoints.map(({ name }) => [name, { name, enabled: true }]))
-  const subscribers = (type: OutboxEventType) => endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
-  const created = subscribers('plant.created')
-  const deleted = subscribers('plant.deleted')
+  const to = subscribersOf(endpoints)
 
   /** An event made at `at`: the payload's timestamp and the event's own time are one. */
-  function add (type: OutboxEventType, payload: string, to: string[], at: Date) {
+  function add (type: OutboxEventType, payload: string, at: Date) {
     const seq = ++lastSeq
     const dueAt = at.getTime()
     events.set(seq, {
@@ -46,7 +45,7 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
       type,
       payload,
       createdAt: at,
-      deliveries: to.map((endpoint) => ({ endpoint, state: 'pending', attempts: 0, dueAt, history: [] }))
+      deliveries: to[type].map((endpoint) => ({ endpoint, state: 'pending', attempts: 0, dueAt, history: [] }))
     })
     committed?.(type, 1)
   }
@@ -174,11 +173,11 @@ export function createMemoryOutbox ({ endpoints, payloads, committed }: OutboxOp
     outbox,
     created (plant: { id: bigint, name: string, tag?: string }) {
       const at = new Date()
-      if (created.length > 0) add('plant.created', payloads.created(plant, at), created, at)
+      if (to['plant.created'].length > 0) add('plant.created', payloads.created(plant, at), at)
     },
     deleted (id: bigint) {
       const at = new Date()
-      if (deleted.length > 0) add('plant.deleted', payloads.deleted(id, at), deleted, at)
+      if (to['plant.deleted'].length > 0) add('plant.deleted', payloads.deleted(id, at), at)
     }
   }
 }

@@ -1,11 +1,11 @@
 import pg from 'pg'
 import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
-import { classify, isSettingError, PostgresFailure } from './failures.js'
+import { locateFailure, isSettingError, PostgresFailure } from './failures.js'
 import {
   createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
 } from './table.js'
-import type { OutboxEventType, OutboxOptions, OutboxStore } from '../outbox.js'
+import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
 import { toPlant, type ListOptions, type PlantStore } from '../types.js'
 
@@ -97,7 +97,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   try {
     client = await pool.connect()
   } catch (error) {
-    throw classify(error, true, false)
+    throw locateFailure(error, true, false)
   }
   let lost = false
   const onLost = () => { lost = true }
@@ -121,7 +121,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
     return result
   } catch (error) {
     done()
-    const failure = classify(error, false, lost)
+    const failure = locateFailure(error, false, lost)
     // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
     // A read-only session is dropped, so that a database made writable again is used as such.
     const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === undefined)
@@ -182,7 +182,7 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
   // Set once webhooks are on: creates and deletes then write their events in the same statement.
   let outbox: {
     options: OutboxOptions
-    to: Record<OutboxEventType, string[]>
+    to: Subscribers
     deleteSql: string
     tablesMade: () => Promise<void>
   } | undefined
@@ -406,10 +406,9 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
         await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
         return answered((client) => query<R>(client, text, values, statement))
       }
-      const subscribers = (type: OutboxEventType) => outboxOptions.endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
       outbox = {
         options: outboxOptions,
-        to: { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') },
+        to: subscribersOf(outboxOptions.endpoints),
         deleteSql: deleteWithEventSql(tableSql, tables),
         tablesMade
       }

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
-import type {
-  AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+import {
+  subscribersOf, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
 // Created when webhooks are first configured: without them, nothing of this exists.
@@ -56,8 +57,7 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
   const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
   db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
 
-  const subscribers = (type: OutboxEventType) => endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
-  const to = { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') }
+  const to = subscribersOf(endpoints)
   const insertEvent = db.prepare<[string, string, string, number]>(
     'INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)')
   const insertDelivery = db.prepare<[bigint, string, number]>(
