@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { loadConfig, MAX_SETTING_FILE_BYTES, readWebhooks } from '../service/config.js'
 import { checkOptions } from '../src/options.js'
-import { exitWithin, linesOf, spawnServer } from './helpers/server-process.js'
+import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from './helpers/server-process.js'
 
 // The webhook settings take nothing they would not use: a file that is not a bounded regular
 // file, a key no endpoint has, a setting that applies to no endpoint and an empty list are refused
@@ -19,7 +19,7 @@ const FILE_FIX = `set it to a readable regular file holding a JSON array of endp
 /** The service started with `env`: it must exit 1 at once, with exactly `line` on stderr. */
 async function refusedAtStart (t: Test, env: Record<string, string>, line: string | RegExp) {
   const server = spawnServer(t, { API_TOKENS: 'token', ...env })
-  t.same(await exitWithin(server, 30_000), { code: 1, signal: null }, 'exits 1')
+  t.same(await exitWithin(server, START_TIMEOUT), { code: 1, signal: null }, 'exits 1')
   const lines = linesOf(server.stderr())
   t.equal(lines.length, 1, `one line: ${server.stderr()}`)
   t.match(lines[0], line)
