@@ -17,8 +17,6 @@ const SECRET_PREFIX = 'whsec_'
 const SECRET_BYTES = { minimum: 24, maximum: 64 }
 const SECRET_RULE = `${SECRET_PREFIX} followed by the base64 of ${SECRET_BYTES.minimum} to ${SECRET_BYTES.maximum} random bytes`
 
-export const ENDPOINT_KEYS = ['name', 'url', 'secrets', 'events'] as const
-
 const EndpointSchema = Type.Object({
   name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'a name of 1 to 64 letters, digits, _ . -' }),
   url: Type.String({ pattern: '^https?://', description: 'an http:// or https:// URL' }),
@@ -27,6 +25,7 @@ const EndpointSchema = Type.Object({
     minItems: 1, description: `a non-empty array of ${WEBHOOK_EVENT_TYPES.join(', ')} (default plant.created)`
   }))
 }, { additionalProperties: false, description: 'an endpoint: {name, url, secrets, events}' })
+const ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
 
 /** The `webhooks` plugin option; the env settings of the service map onto it. */
 export const WebhooksOptionsSchema = Type.Object({
@@ -170,11 +169,6 @@ const DELIVERY_SETTINGS = ['WEBHOOK_RETRY_SCHEDULE', 'WEBHOOK_TIMEOUT', 'WEBHOOK
  * feature is then off). Shapes are checked by the caller with the option schema.
  */
 export function webhooksFromEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
-  // Each endpoint of the file names its own events: WEBHOOK_EVENTS would silently apply to none.
-  if (env.WEBHOOK_EVENTS !== undefined && env.WEBHOOK_URL === undefined) {
-    throw new WebhookSettingError('WEBHOOK_EVENTS', 'is set without WEBHOOK_URL, the only endpoint it applies to',
-      'set the events of each endpoint of WEBHOOK_ENDPOINTS_FILE in its "events", or unset WEBHOOK_EVENTS')
-  }
   const endpoints: WebhooksOptions['endpoints'] = []
   if (env.WEBHOOK_URL !== undefined || env.WEBHOOK_SECRET !== undefined) {
     if (env.WEBHOOK_URL === undefined || env.WEBHOOK_SECRET === undefined) {
@@ -187,6 +181,11 @@ export function webhooksFromEnv (env: WebhookEnv, read: ReadSettingFile): Webhoo
       throw new WebhookSettingError('WEBHOOK_EVENTS', `holds "${unknown ?? ''}"`, `set it to ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated`)
     }
     endpoints.push({ name: 'default', url: env.WEBHOOK_URL, secrets: list(env.WEBHOOK_SECRET), events: events as WebhookEventType[] })
+  }
+  // Each endpoint of the file names its own events: WEBHOOK_EVENTS would silently apply to none.
+  if (env.WEBHOOK_EVENTS !== undefined && endpoints.length === 0) {
+    throw new WebhookSettingError('WEBHOOK_EVENTS', 'is set without WEBHOOK_URL, the only endpoint it applies to',
+      'set the events of each endpoint of WEBHOOK_ENDPOINTS_FILE in its "events", or unset WEBHOOK_EVENTS')
   }
   if (env.WEBHOOK_ENDPOINTS_FILE !== undefined) endpoints.push(...endpointsFile(env.WEBHOOK_ENDPOINTS_FILE, read))
   if (endpoints.length === 0) {
