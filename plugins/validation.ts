@@ -16,6 +16,8 @@ const PATTERN_RULES: Record<string, string> = { [STORABLE_TEXT_PATTERN]: STORABL
 
 /** Ajv's message, with a pattern said in words. */
 function describe ({ keyword, params, message }: FastifySchemaValidationError): string {
+  // Ajv's own words ("must NOT have additional properties") do not say which one.
+  if (keyword === 'additionalProperties') return `has an unknown property ${JSON.stringify(params.additionalProperty)}`
   if (keyword !== 'pattern') return message as string // Ajv words every other keyword itself
   /* c8 ignore next -- every pattern of ours has its words above; a new one without still shows no regex */
   return PATTERN_RULES[String(params.pattern)] ?? 'contains characters that are not allowed'
@@ -85,8 +87,10 @@ function createAjv (options: Options, acceptText: boolean, schemas: unknown[]): 
   // int32 (the Error schema's) is the one format our schemas name outside int64: no ajv-formats needed.
   // Our schemas are fixed: test/schemas-meta.test.ts checks them against the meta-schema once,
   // which at every start-up cost ~80 ms (Ajv compiles the meta-schema first).
+  // No removeAdditional (Fastify's default removes them): a key that `additionalProperties: false`
+  // forbids is refused, not silently dropped with the request acted on as if it were not there.
   const ajv = new Ajv({
-    useDefaults: true, removeAdditional: true, allErrors: false, formats: { int32: true }, validateSchema: false, ...options
+    useDefaults: true, allErrors: false, formats: { int32: true }, validateSchema: false, ...options
   })
   ajv.addKeyword(integerKeyword(acceptText))
   for (const schema of schemas) ajv.addSchema(forAjv(schema))

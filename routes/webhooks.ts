@@ -4,7 +4,7 @@ import { routeErrorFor } from '../stores/guard.js'
 import type { EventView } from '../stores/outbox.js'
 import { webhooksOf } from '../webhooks/plugin.js'
 import {
-  RedeliverBodySchema, RedeliveredSchema, WebhookEndpointListSchema, WebhookEndpointParamsSchema, WebhookEndpointViewSchema,
+  EnableBodySchema, RedeliverBodySchema, RedeliveredSchema, WebhookEndpointListSchema, WebhookEndpointParamsSchema, WebhookEndpointViewSchema,
   WebhookEventListQuerySchema, WebhookEventListSchema, WebhookEventParamsSchema, WebhookEventViewSchema
 } from '../schemas/webhook-admin.js'
 import { badRequest, internalError, operationId, tooManyRequests, unauthorized, hostUnauthorized, unavailable } from './documentation.js'
@@ -81,8 +81,11 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     schema: {
       ...schema('Enable a webhook endpoint', 'Enables an endpoint disabled by a 410 or by failing too long; its pending deliveries are sent again.', 'enableWebhookEndpoint'),
       params: WebhookEndpointParamsSchema,
-      response: { 200: json(WebhookEndpointViewSchema, 'The endpoint, enabled'), 404: notFoundAnswer('No endpoint of that name'), ...common }
-    }
+      body: EnableBodySchema,
+      response: { 200: json(WebhookEndpointViewSchema, 'The endpoint, enabled'), 400: badRequest({}), 404: notFoundAnswer('No endpoint of that name'), ...common }
+    },
+    // The path names everything: a request without a body is the empty object.
+    preValidation: async (request) => { request.body ??= {} }
   }, async (request) => {
     const { name } = request.params
     if (!configured.has(name)) throw new WebhookEndpointNotFoundError()

@@ -63,6 +63,10 @@ export const RedeliverBodySchema = Type.Object({
   endpoint: Type.Optional(Type.String({ description: 'Only to this endpoint (default: every endpoint the event went to)' }))
 }, { additionalProperties: false })
 
+export const EnableBodySchema = Type.Object({}, {
+  additionalProperties: false, description: 'Nothing: an empty object, or no body at all'
+})
+
 export const RedeliveredSchema = Type.Object({
   redelivered: Type.Integer({ minimum: 1, description: 'Deliveries queued again, each for one more attempt with the same webhook-id' })
 })

@@ -22,8 +22,9 @@ const boundsOf = (option: unknown) => option as { minimum: number, maximum?: num
 const utilization = boundsOf(LoadSheddingOptionsSchema.properties.maxEventLoopUtilization)
 const rateWindow = boundsOf(RateLimitOptionsSchema.properties.timeWindow)
 
-/** The largest token file read: far more than any real set of tokens. */
-export const MAX_TOKENS_FILE_BYTES = 1024 * 1024
+/** The largest setting file read (tokens, webhook endpoints): far more than any real one. */
+export const MAX_SETTING_FILE_BYTES = 1024 * 1024
+export const MAX_TOKENS_FILE_BYTES = MAX_SETTING_FILE_BYTES
 
 /** A duration setting in ms, within what a Node timer can hold. */
 const Duration = (options: { minimum: number, default: number, description: string }) =>
@@ -130,7 +131,9 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_URL: Type.Optional(Type.String({ description: 'the http(s) URL new-plant events are POSTed to (with WEBHOOK_SECRET)' })),
   WEBHOOK_SECRET: Type.Optional(Type.String({ description: 'whsec_ + base64 of 24 to 64 random bytes; comma-separated to rotate (each signs)' })),
   WEBHOOK_EVENTS: Type.Optional(Type.String({ description: `the events sent to WEBHOOK_URL: ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated (default plant.created)` })),
-  WEBHOOK_ENDPOINTS_FILE: Type.Optional(Type.String({ description: 'a file holding a JSON array of endpoints {name, url, secrets, events}' })),
+  WEBHOOK_ENDPOINTS_FILE: Type.Optional(Type.String({
+    description: `a regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`
+  })),
   WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ description: `the waits after each failed delivery attempt (ms, s, m, h), jittered 20 %; default ${DEFAULT_RETRY_SCHEDULE}` })),
   WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
   WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
@@ -201,7 +204,8 @@ function tokensFrom (name: string, entries: string[], entry: string, production:
 /** The `webhooks` option from the WEBHOOK_* settings; undefined (feature off) when no endpoint is set. */
 export function readWebhooks (config: Config): WebhooksOptions | undefined {
   try {
-    return readWebhooksEnv(config)
+    return readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
+      `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`)))
   } catch (error) {
     const { setting, problem, fix } = error as WebhookSettingError
     throw new ConfigError(`Invalid configuration: ${setting} ${problem}; ${fix}.`)
@@ -212,28 +216,29 @@ const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,
   `set it to a readable regular file of tokens, one a line, at most ${MAX_TOKENS_FILE_BYTES} bytes`)
 
 /**
- * The text of the token file. Only a regular file of bounded size is read: a device such as
- * /dev/zero never ends, and a named pipe would hold start-up until someone writes to it (opened
- * without blocking, it is refused before any read).
+ * The text of a setting file (tokens, webhook endpoints); `refuse` words the error of each problem.
+ * Only a regular file of bounded size is read: a device such as /dev/zero never ends, and a named
+ * pipe would hold start-up until someone writes to it (opened without blocking, it is refused
+ * before any read).
  */
-function readTokensFile (path: string): string {
+function readSettingFile (path: string, refuse: (problem: string) => Error): string {
   let fd: number
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
   } catch (error) {
-    throw tokensFileError(`cannot be read (${(error as NodeJS.ErrnoException).code})`)
+    throw refuse(`cannot be read (${(error as NodeJS.ErrnoException).code})`)
   }
   try {
-    if (!fstatSync(fd).isFile()) throw tokensFileError('is not a regular file')
+    if (!fstatSync(fd).isFile()) throw refuse('is not a regular file')
     // One byte more than allowed tells a file too large (or growing) from one that fits.
-    const buffer = Buffer.alloc(MAX_TOKENS_FILE_BYTES + 1)
+    const buffer = Buffer.alloc(MAX_SETTING_FILE_BYTES + 1)
     let length = 0
     for (;;) {
       const read = readSync(fd, buffer, length, buffer.length - length, null)
       length += read
       if (read === 0 || length === buffer.length) break
     }
-    if (length > MAX_TOKENS_FILE_BYTES) throw tokensFileError(`is larger than ${MAX_TOKENS_FILE_BYTES} bytes`)
+    if (length > MAX_SETTING_FILE_BYTES) throw refuse(`is larger than ${MAX_SETTING_FILE_BYTES} bytes`)
     return buffer.toString('utf8', 0, length)
   } finally {
     closeSync(fd)
@@ -246,7 +251,7 @@ export function readTokens (config: Pick<Config, 'API_TOKENS' | 'API_TOKENS_FILE
   const listed = tokensFrom('API_TOKENS', config.API_TOKENS?.split(',') ?? [], 'entry', production)
   const filed = config.API_TOKENS_FILE === undefined
     ? []
-    : tokensFrom('API_TOKENS_FILE', readTokensFile(config.API_TOKENS_FILE).split('\n'), 'line', production)
+    : tokensFrom('API_TOKENS_FILE', readSettingFile(config.API_TOKENS_FILE, tokensFileError).split('\n'), 'line', production)
   return [...new Set([...listed, ...filed])]
 }
 

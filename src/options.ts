@@ -132,13 +132,14 @@ export class PlantStoreOptionsError extends Error {
   override name = 'PlantStoreOptionsError'
 }
 
-interface SchemaNode { description?: string, properties?: Record<string, SchemaNode> }
+interface SchemaNode { description?: string, properties?: Record<string, SchemaNode>, items?: SchemaNode }
 
-// The option at a path such as /pressure/maxEventLoopDelay or /tokens/0 (every option has a description).
+// The option at a path such as /pressure/maxEventLoopDelay or /tokens/0 (every option has a
+// description; an array's entry is an option of its own only where it has one: an endpoint).
 function nodeAt (path: string[]): SchemaNode {
   let node = PlantStoreOptionsSchema as unknown as SchemaNode
   for (const key of path) {
-    const next = node.properties?.[key]
+    const next = /^\d+$/.test(key) && node.items?.description !== undefined ? node.items : node.properties?.[key]
     if (next === undefined) break
     node = next
   }

@@ -136,6 +136,6 @@ t.test('the service exits non-zero with that one line', async (t) => {
 t.test('an unreadable endpoints file names its error code', async (t) => {
   const dir = t.testdir({})
   writeFileSync(join(dir, 'x.json'), '[]')
-  t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'nope.json') }), /WEBHOOK_ENDPOINTS_FILE cannot be read as JSON \(ENOENT\)/)
-  t.equal(webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'x.json') }), undefined, 'an empty array: off')
+  t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'nope.json') }), /WEBHOOK_ENDPOINTS_FILE cannot be read \(ENOENT\)/)
+  t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'x.json') }), /WEBHOOK_ENDPOINTS_FILE holds no endpoint/, 'an empty array: refused')
 })

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import ipaddr from 'ipaddr.js'
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
@@ -25,7 +24,8 @@ const EndpointSchema = Type.Object({
   events: Type.Optional(Type.Array(Type.Enum(WEBHOOK_EVENT_TYPES), {
     minItems: 1, description: `a non-empty array of ${WEBHOOK_EVENT_TYPES.join(', ')} (default plant.created)`
   }))
-}, { description: 'an endpoint: {name, url, secrets, events}' })
+}, { additionalProperties: false, description: 'an endpoint: {name, url, secrets, events}' })
+const ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
 
 /** The `webhooks` plugin option; the env settings of the service map onto it. */
 export const WebhooksOptionsSchema = Type.Object({
@@ -40,7 +40,7 @@ export const WebhooksOptionsSchema = Type.Object({
   disableAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'ms without a successful delivery after which an endpoint is disabled (default 5 days)' })),
   retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
   drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' }))
-}, { description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout}' })
+}, { additionalProperties: false, description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout}' })
 
 export type WebhooksOptions = Static<typeof WebhooksOptionsSchema>
 
@@ -139,27 +139,36 @@ export interface WebhookEnv {
   WEBHOOK_RETENTION?: string
 }
 
-const list = (text: string) => text.split(',').map((entry) => entry.trim()).filter(Boolean)
+/** Reads a setting file's text, or throws a WebhookSettingError saying why it cannot (the service bounds it). */
+export type ReadSettingFile = (path: string) => string
 
-function endpointsFile (path: string): WebhooksOptions['endpoints'] {
+const list = (text: string) => text.split(',').map((entry) => entry.trim()).filter(Boolean)
+const ENDPOINTS_ARRAY = `a JSON array of endpoints {${ENDPOINT_KEYS.join(', ')}}`
+
+function endpointsFile (path: string, read: ReadSettingFile): WebhooksOptions['endpoints'] {
+  const text = read(path)
   let parsed: unknown
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'))
-  } catch (error) {
-    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', `cannot be read as JSON (${(error as NodeJS.ErrnoException).code ?? 'not JSON'})`,
-      'set it to a readable file holding a JSON array of {name, url, secrets, events}')
+    parsed = JSON.parse(text)
+  } catch {
+    // The parser's message may quote the file, secrets and all: it is not passed on.
+    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'does not hold valid JSON', `write ${ENDPOINTS_ARRAY}`)
   }
-  if (!Array.isArray(parsed)) {
-    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'does not hold a JSON array', 'write a JSON array of {name, url, secrets, events}')
+  if (!Array.isArray(parsed)) throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'does not hold a JSON array', `write ${ENDPOINTS_ARRAY}`)
+  if (parsed.length === 0) {
+    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'holds no endpoint', `write ${ENDPOINTS_ARRAY}, or unset it to turn webhooks off`)
   }
   return parsed as WebhooksOptions['endpoints']
 }
+
+// Settings of the delivery itself: meaningless, so refused, without an endpoint to deliver to.
+const DELIVERY_SETTINGS = ['WEBHOOK_RETRY_SCHEDULE', 'WEBHOOK_TIMEOUT', 'WEBHOOK_ALLOWED_NETWORKS', 'WEBHOOK_DISABLE_AFTER', 'WEBHOOK_RETENTION'] as const
 
 /**
  * The `webhooks` option from the WEBHOOK_* variables, or undefined when no endpoint is set (the
  * feature is then off). Shapes are checked by the caller with the option schema.
  */
-export function webhooksFromEnv (env: WebhookEnv): WebhooksOptions | undefined {
+export function webhooksFromEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
   const endpoints: WebhooksOptions['endpoints'] = []
   if (env.WEBHOOK_URL !== undefined || env.WEBHOOK_SECRET !== undefined) {
     if (env.WEBHOOK_URL === undefined || env.WEBHOOK_SECRET === undefined) {
@@ -173,8 +182,19 @@ export function webhooksFromEnv (env: WebhookEnv): WebhooksOptions | undefined {
     }
     endpoints.push({ name: 'default', url: env.WEBHOOK_URL, secrets: list(env.WEBHOOK_SECRET), events: events as WebhookEventType[] })
   }
-  if (env.WEBHOOK_ENDPOINTS_FILE !== undefined) endpoints.push(...endpointsFile(env.WEBHOOK_ENDPOINTS_FILE))
-  if (endpoints.length === 0) return undefined
+  // Each endpoint of the file names its own events: WEBHOOK_EVENTS would silently apply to none.
+  if (env.WEBHOOK_EVENTS !== undefined && endpoints.length === 0) {
+    throw new WebhookSettingError('WEBHOOK_EVENTS', 'is set without WEBHOOK_URL, the only endpoint it applies to',
+      'set the events of each endpoint of WEBHOOK_ENDPOINTS_FILE in its "events", or unset WEBHOOK_EVENTS')
+  }
+  if (env.WEBHOOK_ENDPOINTS_FILE !== undefined) endpoints.push(...endpointsFile(env.WEBHOOK_ENDPOINTS_FILE, read))
+  if (endpoints.length === 0) {
+    const orphan = DELIVERY_SETTINGS.find((setting) => env[setting] !== undefined)
+    if (orphan !== undefined) {
+      throw new WebhookSettingError(orphan, 'is set but no webhook endpoint is', 'set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE, or unset it')
+    }
+    return undefined
+  }
   const positive = (setting: keyof WebhookEnv, example: string) => {
     const text = env[setting]
     const ms = text === undefined ? undefined : parseDuration(text, setting)
@@ -212,14 +232,19 @@ function envSettingOf (env: WebhookEnv) {
  * The service's `webhooks` option, checked; undefined when none is set. Throws a
  * WebhookSettingError naming the variable. The schema is compiled only when webhooks are on.
  */
-export function readWebhooksEnv (env: WebhookEnv): WebhooksOptions | undefined {
-  const options = webhooksFromEnv(env)
+export function readWebhooksEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
+  const options = webhooksFromEnv(env, read)
   if (options === undefined) return undefined
   const settingOf = envSettingOf(env)
   const validate = new Ajv({ strict: false, validateSchema: false }).compile(WebhooksOptionsSchema)
   if (!validate(options)) {
     const [first] = validate.errors!
     const path = first.instancePath.split('/').slice(1).join('.')
+    // Only an entry of the file can hold a key of its own: the settings build the rest.
+    const unknown = (first.params as { additionalProperty?: string }).additionalProperty
+    if (unknown !== undefined) {
+      throw new WebhookSettingError(settingOf(path), `holds the unknown key ${JSON.stringify(unknown)}`, `an endpoint takes only ${ENDPOINT_KEYS.join(', ')}`)
+    }
     throw new WebhookSettingError(settingOf(path), first.message!, 'see the Webhooks section of the README')
   }
   resolveWebhooks(options, settingOf)

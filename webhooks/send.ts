@@ -4,6 +4,9 @@ import { performance } from 'node:perf_hooks'
 import type { AttemptOutcome } from '../stores/outbox.js'
 import { checkLiteralHost, guardedLookup, type Networks } from './ssrf.js'
 
+/** The User-Agent of every delivery, so that a receiver's logs and firewall can tell them apart. */
+export const WEBHOOK_USER_AGENT = 'plant-store-webhooks'
+
 // What of a receiver's answer is read: the status and headers matter, the body is drained and dropped.
 const MAX_BODY_BYTES = 64 * 1024
 
@@ -53,7 +56,7 @@ export class EndpointSender {
         method: 'POST',
         agent: this.agent,
         lookup: this.lookup,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': 'plant-store-webhooks' }
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': WEBHOOK_USER_AGENT }
       }, (response) => {
         const status = response.statusCode!
         const retryAfter = response.headers['retry-after']

@@ -10,10 +10,39 @@ export class BlockedAddressError extends Error {
   readonly code = 'EWEBHOOKBLOCKED'
 }
 
-/** Public unicast only, unless inside an allowed network; an IPv4-mapped IPv6 counts as its IPv4. */
+const ipv4Of = (high: number, low: number) => new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff])
+
+// The IPv6 prefixes that carry an IPv4 address, and where it sits. A packet to one of them reaches
+// (or is translated to) that IPv4 address, so it is that address which is judged.
+type Extract = (parts: number[]) => ipaddr.IPv4
+const last32: Extract = (parts) => ipv4Of(parts[6], parts[7])
+const EMBEDDINGS = ([
+  ['::ffff:0:0/96', last32], // mapped
+  ['::ffff:0:0:0/96', last32], // translated (SIIT)
+  ['::/96', last32], // compatible (deprecated, still routed by some stacks)
+  ['64:ff9b::/96', last32], // NAT64, well-known prefix
+  ['2002::/16', (parts) => ipv4Of(parts[1], parts[2])], // 6to4
+  ['2001::/32', (parts) => ipv4Of(parts[6] ^ 0xffff, parts[7] ^ 0xffff)] // Teredo: the client's address, inverted
+] satisfies Array<[string, Extract]>).map(([cidr, extract]) => ({ network: ipaddr.IPv6.parseCIDR(cidr), extract }))
+
+/** The IPv4 address an IPv6 address carries, in any of the forms above. */
+function embeddedIPv4 (address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  return EMBEDDINGS.find(({ network }) => address.match(network))?.extract(address.parts)
+}
+
+const inside = (address: ipaddr.IPv4 | ipaddr.IPv6, networks: Networks) =>
+  networks.some(([network, bits]) => network.kind() === address.kind() && address.match(network, bits))
+
+/**
+ * Public unicast only, unless inside an allowed network. An IPv6 address that carries an IPv4
+ * address (mapped, compatible, NAT64, 6to4, Teredo) is judged as that IPv4 address, unless the
+ * IPv6 address itself is allowed.
+ */
 export function isAllowedAddress (address: string, allowed: Networks): boolean {
-  const parsed = ipaddr.process(address)
-  if (allowed.some(([network, bits]) => network.kind() === parsed.kind() && parsed.match(network, bits))) return true
+  const parsed = ipaddr.parse(address)
+  if (inside(parsed, allowed)) return true
+  const ipv4 = parsed.kind() === 'ipv6' ? embeddedIPv4(parsed as ipaddr.IPv6) : undefined
+  if (ipv4 !== undefined) return inside(ipv4, allowed) || ipv4.range() === 'unicast'
   return parsed.range() === 'unicast'
 }
 
