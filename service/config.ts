@@ -122,7 +122,7 @@ export const ConfigSchema = Type.Object({
   AUTH_FAILURE_MAX: Type.Integer({
     minimum: 0,
     default: DEFAULT_AUTH_FAILURE_LIMIT.max,
-    description: 'failed authentications allowed per client address per AUTH_FAILURE_WINDOW, then 429 (0: no limit)'
+    description: 'wrong tokens allowed per client address per AUTH_FAILURE_WINDOW, then 429 for a wrong one (0: no limit)'
   }),
   AUTH_FAILURE_WINDOW: Duration({
     minimum: rateWindow.minimum, default: DEFAULT_AUTH_FAILURE_LIMIT.timeWindow, description: 'the failed-authentication window, in ms'
