@@ -4,11 +4,14 @@
 
 const WHITESPACE = /[ \t\n\r]*/y
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
+// The longest int64 as JSON writes it: -9223372036854775808.
+export const MAX_INTEGER_LENGTH = 20
 const LITERALS = new Map<string, unknown>([['true', true], ['false', false], ['null', null]])
 
 /**
  * Parses JSON text as JSON.parse does, except that an integer literal (no fraction, no exponent)
- * becomes an exact `bigint`. Throws a SyntaxError on text that is not JSON.
+ * becomes an exact `bigint`. Throws a SyntaxError on text that is not JSON, and a RangeError at
+ * once on an integer literal longer than 20 characters (outside int64 whatever its digits).
  */
 export function parseExactJson (text: string): unknown {
   let position = 0
@@ -84,8 +87,14 @@ export function parseExactJson (text: string): unknown {
   }
 
   const parseNumber = () => {
+    const start = position
     const [literal, fraction, exponent] = token(NUMBER)
-    return fraction === undefined && exponent === undefined ? BigInt(literal) : Number(literal)
+    if (fraction !== undefined || exponent !== undefined) return Number(literal)
+    // BigInt takes time quadratic in the digits (seconds for millions of them); no id is longer.
+    if (literal.length > MAX_INTEGER_LENGTH) {
+      throw new RangeError(`Integer of ${literal.length} characters in JSON at position ${start}: longer than any int64 (${MAX_INTEGER_LENGTH})`)
+    }
+    return BigInt(literal)
   }
 
   const parseArray = () => {

@@ -6,7 +6,7 @@ import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../
 import { INT64_MAX, INT64_MIN, isAcceptableToken } from '../schemas/protocol.js'
 import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseError, type Operation } from './errors.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
-import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings, type Sent } from './retry.js'
+import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings } from './retry.js'
 
 export {
   InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, RateLimitedError, ResponseTimeoutError, RouteNotFoundError,
@@ -72,13 +72,24 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** One attempt's answer, with its whole body, read within the attempt's time. */
+interface Answer {
+  response: Response
+  /** The body as text ('' for a redirect, whose body is not read). */
+  text: string
+  /** A body past maxResponseBytes, read no further: final, not worth another attempt. */
+  tooLarge?: UnexpectedResponseError
+}
+
 /** A request as sent, and its last answer. */
-interface Call extends Sent {
+interface Call extends Answer {
   operation: Operation
   url: string
-  /** Aborted when the last attempt's time is up: its body is read within it too. */
-  deadline?: AbortSignal
+  /** An earlier attempt may have been carried out (see Sent). */
+  uncertain: boolean
 }
+
+const isRedirect = (response: Response) => response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)
 
 /** The base URL checked, without a trailing slash; a TypeError names what is wrong with it. */
 function checkedBaseUrl (option: string | URL): string {
@@ -151,10 +162,7 @@ export class PlantStoreClient {
         throw error
       })
       // Only name and tag are stored: the same values mean it is the plant sent.
-      if (stored?.name === plant.name && stored.tag === plant.tag) {
-        await sent.response.body?.cancel()
-        return stored
-      }
+      if (stored?.name === plant.name && stored.tag === plant.tag) return stored
     }
     return this.#read(sent, isPlant, 'a Plant')
   }
@@ -214,58 +222,57 @@ export class PlantStoreClient {
     if (body !== undefined) headers['content-type'] = 'application/json'
     const method = operation.split(' ')[0]
     const url = this.#baseUrl + path
-    let deadline: AbortSignal | undefined
-    const attempt = async () => {
-      deadline = this.#timeout === 0 ? undefined : AbortSignal.timeout(this.#timeout)
+    // An attempt is the request and its whole answer: a body that stalls or is cut short is no
+    // answer, retried as a network failure is (a create's lost 200 is settled by its read-back).
+    const attempt = async (): Promise<Answer> => {
+      const deadline = this.#timeout === 0 ? undefined : AbortSignal.timeout(this.#timeout)
       const signals = [signal, deadline].filter((each) => each !== undefined)
       // Never followed: a redirect could answer with a plant it never created, or send the body elsewhere.
       const init: RequestInit = { method, headers, body, redirect: 'manual', signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }
       try {
-        return await this.#fetch(url, init)
+        const response = await this.#fetch(url, init)
+        return { response, ...await this.#body(response, operation) }
       } catch (error) {
         // An abort of `signal` is the caller's own: sendWithRetries rejects with its reason instead.
         throw deadline?.aborted === true ? this.#timedOut(operation) : error
       }
     }
-    const sent = await sendWithRetries(attempt, this.#retry, signal)
-    const { response } = sent
-    if (response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)) {
-      await response.body?.cancel()
+    const { answer, uncertain } = await sendWithRetries(attempt, this.#retry, signal)
+    const { response } = answer
+    if (isRedirect(response)) {
       const location = response.headers.get('location')
       throw new UnexpectedResponseError(response.status, `The answer to ${operation} is a redirect (${response.status}` +
         `${location === null ? '' : ` to ${location}`}), which the client does not follow: check baseUrl`)
     }
-    return { ...sent, operation, url, deadline }
+    return { ...answer, uncertain, operation, url }
   }
 
   #timedOut (operation: Operation): ResponseTimeoutError {
     return new ResponseTimeoutError(`No complete answer to ${operation} within ${this.#timeout} ms (the client's timeout)`)
   }
 
-  /** The answer's body as text, at most maxResponseBytes of it, within the attempt's deadline. */
-  async #text ({ response, operation, deadline }: Call): Promise<string> {
-    const tooLarge = () => new UnexpectedResponseError(response.status,
-      `The answer to ${operation} is larger than ${this.#maxResponseBytes} bytes (the client's maxResponseBytes)`)
-    const length = Number(response.headers.get('content-length') ?? 0)
-    if (length > this.#maxResponseBytes) {
+  /** The answer's body as text, at most maxResponseBytes of it; a redirect's is not read. */
+  async #body (response: Response, operation: Operation): Promise<Omit<Answer, 'response'>> {
+    const tooLarge = () => ({
+      text: '',
+      tooLarge: new UnexpectedResponseError(response.status,
+        `The answer to ${operation} is larger than ${this.#maxResponseBytes} bytes (the client's maxResponseBytes)`)
+    })
+    if (isRedirect(response) || Number(response.headers.get('content-length') ?? 0) > this.#maxResponseBytes) {
       await response.body?.cancel()
-      throw tooLarge()
+      return isRedirect(response) ? { text: '' } : tooLarge()
     }
-    if (response.body === null) return ''
+    if (response.body === null) return { text: '' }
     const reader = response.body.getReader()
     const chunks: Uint8Array[] = []
     let size = 0
-    try {
-      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-        size += chunk.value.byteLength
-        if (size > this.#maxResponseBytes) {
-          await reader.cancel()
-          throw tooLarge()
-        }
-        chunks.push(chunk.value)
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      size += chunk.value.byteLength
+      if (size > this.#maxResponseBytes) {
+        await reader.cancel()
+        return tooLarge()
       }
-    } catch (error) {
-      throw deadline?.aborted === true && !(error instanceof UnexpectedResponseError) ? this.#timedOut(operation) : error
+      chunks.push(chunk.value)
     }
     const bytes = new Uint8Array(size)
     let offset = 0
@@ -273,13 +280,13 @@ export class PlantStoreClient {
       bytes.set(chunk, offset)
       offset += chunk.byteLength
     }
-    return new TextDecoder().decode(bytes)
+    return { text: new TextDecoder().decode(bytes) }
   }
 
   /** The body of a success, parsed exactly and checked; a refusal thrown as its typed error. */
   async #read<T> (call: Call, isExpected: (value: unknown) => value is T, expected: string): Promise<T> {
-    const { response, operation, url } = call
-    const text = await this.#text(call)
+    const { response, operation, url, text, tooLarge } = call
+    if (tooLarge !== undefined) throw tooLarge
     let value: unknown
     try {
       value = text === '' ? undefined : parseExactJson(text)

@@ -60,29 +60,36 @@ function sleep (ms: number, signal?: AbortSignal): Promise<void> {
   })
 }
 
-export interface Sent {
-  /** The last answer: a success, a refusal not worth retrying, or the last retryable one. */
+/** What an attempt that got an answer hands back: at least the answer's status and headers. */
+export interface Answered {
   response: Response
+}
+
+export interface Sent<A extends Answered> {
+  /** The last answer: a success, a refusal not worth retrying, or the last retryable one. */
+  answer: A
   /**
    * An earlier attempt may have been carried out: it was answered 503 (a PostgreSQL create that
-   * timed out on the service's side may still commit) or got no answer at all. A 429 is not
-   * uncertain: the rate limit refuses a request before it runs.
+   * timed out on the service's side may still commit) or got no whole answer (no headers, or a
+   * body cut short or stalled). A 429 is not uncertain: the rate limit refuses a request before it runs.
    */
   uncertain: boolean
 }
 
 /**
- * Sends a request until it gets an answer that is not 429 or 503 (nor a network failure), within
- * the attempts and the time allowed, waiting between attempts as Retry-After asks, and at least
- * the jittered backoff. An abort of `signal` ends it at once with the signal's reason.
+ * Sends a request until it gets an answer that is not 429 or 503 (nor a failure: `send` rejects
+ * when no whole answer came), within the attempts and the time allowed, waiting between attempts
+ * as Retry-After asks, and at least the jittered backoff. An abort of `signal` ends it at once
+ * with the signal's reason. `send` reads each answer's body itself, so that an answer cut short
+ * is retried as no answer at all.
  */
-export async function sendWithRetries (send: () => Promise<Response>, settings: RetrySettings, signal?: AbortSignal): Promise<Sent> {
+export async function sendWithRetries<A extends Answered> (send: () => Promise<A>, settings: RetrySettings, signal?: AbortSignal): Promise<Sent<A>> {
   const started = Date.now()
-  // An answer, or no answer: the failure fetch rejected with.
-  const attempt = async (): Promise<{ response?: Response, failure?: unknown }> => {
+  // An answer, or no answer: the failure `send` rejected with.
+  const attempt = async (): Promise<{ answer?: A, failure?: unknown }> => {
     signal?.throwIfAborted()
     try {
-      return { response: await send() }
+      return { answer: await send() }
     } catch (failure) {
       if (signal?.aborted) throw signal.reason
       return { failure }
@@ -91,16 +98,15 @@ export async function sendWithRetries (send: () => Promise<Response>, settings: 
   let uncertain = false
   let attempts = 1
   let outcome = await attempt()
-  while ((outcome.response === undefined || RETRY_STATUSES.has(outcome.response.status)) && attempts < settings.attempts) {
-    const { response } = outcome
+  while ((outcome.answer === undefined || RETRY_STATUSES.has(outcome.answer.response.status)) && attempts < settings.attempts) {
+    const response = outcome.answer?.response
     const wait = Math.max(retryAfterDelay(response?.headers.get('retry-after') ?? null) ?? 0, backoffDelay(attempts, settings))
     if (Date.now() - started + wait > settings.maxElapsed) break
-    await response?.body?.cancel()
     uncertain ||= response === undefined || response.status === 503
     await sleep(wait, signal)
     attempts++
     outcome = await attempt()
   }
-  if (outcome.response === undefined) throw outcome.failure
-  return { response: outcome.response, uncertain }
+  if (outcome.answer === undefined) throw outcome.failure
+  return { answer: outcome.answer, uncertain }
 }

@@ -97,24 +97,20 @@ export function identityOf (request: FastifyRequest): string {
 }
 
 /**
- * Failed authentications counted per client address (an IPv6 /64): past the limit, every plant
- * request from that address is 429 until the window ends, whatever its credentials, so that a
- * guess that happens to be right cannot be told from a wrong one.
+ * Refused credentials counted per client address (an IPv6 /64): past the limit, a refused one is
+ * answered 429 until the window ends, which tells a client that keeps failing to stop. A
+ * credential that verifies always passes, whoever failed from its address (clients behind one
+ * proxy or NAT share it): a token of 16 random characters is out of reach of guessing at any
+ * speed, so a right guess has nothing to hide. The 429 for a refused request, or undefined (401).
  */
 function failureThrottle (limit: WindowLimit | false) {
-  const counter = new WindowCounter(limit === false ? 1 : limit.timeWindow)
-  const max = limit === false ? Infinity : limit.max
-  return {
-    /** The 429 for a blocked address, else undefined. */
-    check (request: FastifyRequest, reply: FastifyReply) {
-      const window = counter.peek(addressKey(request.ip))
-      if (window === undefined || window.count < max) return undefined
-      reply.header('retry-after', secondsLeft(window))
-      return new AuthThrottledError()
-    },
-    fail (request: FastifyRequest) {
-      if (max !== Infinity) counter.hit(addressKey(request.ip))
-    }
+  if (limit === false) return () => undefined
+  const counter = new WindowCounter(limit.timeWindow, undefined, limit.max)
+  return (request: FastifyRequest, reply: FastifyReply) => {
+    const window = counter.hit(addressKey(request.ip))
+    if (window.count <= limit.max) return undefined
+    reply.header('retry-after', secondsLeft(window))
+    return new AuthThrottledError()
   }
 }
 
@@ -123,8 +119,6 @@ type Throttle = ReturnType<typeof failureThrottle>
 /** The host decides who a request is from; the plugin refuses it with 401 when that is no one. */
 function hostAuthentication (fastify: FastifyInstance, authenticate: Authenticate, throttle: Throttle) {
   fastify.addHook('onRequest', async (request, reply) => {
-    const throttled = throttle.check(request, reply)
-    if (throttled) throw throttled
     // Whatever it throws is the host's own error, for the host's error handler.
     const identity = await authenticate(request, reply)
     if (reply.sent) return reply
@@ -135,8 +129,7 @@ function hostAuthentication (fastify: FastifyInstance, authenticate: Authenticat
     if (identity !== false && identity !== null && identity !== undefined) {
       throw new TypeError(`plant-store: option authenticate returned ${typeof identity}: it must return a non-empty string naming who the request is from, or false`)
     }
-    throttle.fail(request)
-    throw new UnauthenticatedError()
+    throw throttle(request, reply) ?? new UnauthenticatedError()
   })
 }
 
@@ -158,19 +151,16 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens, authentic
   })
   const verify = fastify.verifyBearerAuth!
   fastify.addHook('onRequest', (request, reply, done) => {
-    const throttled = throttle.check(request, reply)
-    if (throttled) return done(throttled)
-    const refuse = (tokenRejected: boolean) => {
-      // A request that sent no credential at all guessed nothing: it is not counted.
-      if (request.headers.authorization !== undefined || (request.query as Record<string, unknown>).access_token !== undefined) throttle.fail(request)
-      done(refusal(reply, tokenRejected))
-    }
     // No header at all, the commonest refusal, is answered before bearer-auth, whose own error for
     // it captures a stack trace that costs more than the rest of the refusal.
-    if (request.headers.authorization === undefined || sentMoreThanOnce(request)) return refuse(false)
-    verify(request, reply, (error) => error
-      ? refuse(BEARER_TOKEN_SENT.test(request.headers.authorization!))
-      : done())
+    if (request.headers.authorization === undefined || sentMoreThanOnce(request)) return done(refusal(reply, false))
+    verify(request, reply, (error) => {
+      if (!error) return done()
+      // Only a token checked and refused is a guess: one refused unchecked (another scheme, a
+      // second credential) told its sender nothing, and is not counted.
+      if (!BEARER_TOKEN_SENT.test(request.headers.authorization!)) return done(refusal(reply, false))
+      done(throttle(request, reply) ?? refusal(reply, true))
+    })
   })
   // Trailers come after the body, once the header was checked: an Authorization field there
   // (which RFC 9110 forbids in trailers) is a second credential all the same.

@@ -24,7 +24,7 @@ export const RateLimitOptionsSchema = Type.Object({
 
 export type RateLimitOptions = Static<typeof RateLimitOptionsSchema>
 
-/** How many failed authentications a client address may make in a window. */
+/** How many refused tokens a client address may send in a window (the plugin's own tokens only). */
 export const DEFAULT_AUTH_FAILURE_LIMIT = { max: 10, timeWindow: 60_000 }
 
 export const AuthFailureLimitSchema = Type.Union([
@@ -34,7 +34,7 @@ export const AuthFailureLimitSchema = Type.Union([
     timeWindow
   }, { additionalProperties: false })
 ], {
-  description: `false, or { max, timeWindow }: failed authentications allowed per client address (default ${DEFAULT_AUTH_FAILURE_LIMIT.max} per ${DEFAULT_AUTH_FAILURE_LIMIT.timeWindow} ms)`
+  description: `false, or { max, timeWindow }: refused credentials allowed per client address (default with tokens ${DEFAULT_AUTH_FAILURE_LIMIT.max} per ${DEFAULT_AUTH_FAILURE_LIMIT.timeWindow} ms; with authenticate, none)`
 })
 
 /** A number of events allowed in each window of `timeWindow` ms. */

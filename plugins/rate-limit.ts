@@ -12,7 +12,8 @@ import { secondsLeft, WindowCounter } from './window-counter.js'
  * host's global instance and this one could not be told apart (nor their headers kept apart).
  */
 export default fp<RateLimitOptions>(async function perIdentityRateLimit (fastify, { max, timeWindow }) {
-  const counter = new WindowCounter(timeWindow)
+  // Identities at their limit are kept over others when the table is full: a flood cannot reset them.
+  const counter = new WindowCounter(timeWindow, undefined, max)
   fastify.addHook('onRequest', (request, reply, done) => {
     const now = Date.now()
     const window = counter.hit(identityOf(request), now)

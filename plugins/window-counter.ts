@@ -4,27 +4,33 @@ export interface Window {
   resetAt: number
 }
 
-// Keys kept at most: a flood of new keys (addresses, identities) evicts the oldest windows
-// instead of growing the process without bound (~100 bytes a key).
+// Keys kept at most: a flood of new keys (addresses, identities) evicts windows instead of
+// growing the process without bound (~100 bytes a key).
 const DEFAULT_CAPACITY = 10_000
 
 /**
  * Fixed-window counters by key, for the per-identity rate limit and the failed-authentication
  * limit: a key's first hit opens a window of `timeWindow` ms, and its hits count until it ends.
+ * A key whose count reached `limit` (its next hit is refused) is the last to be evicted: a flood
+ * of other keys makes room among the keys under it, so it cannot wipe out a refusal.
  */
 export class WindowCounter {
-  readonly #windows = new Map<string, Window>()
+  // Each in the order its keys got there: all windows have one length, so the first ends first.
+  readonly #underLimit = new Map<string, Window>()
+  readonly #atLimit = new Map<string, Window>()
   readonly #timeWindow: number
   readonly #capacity: number
+  readonly #limit: number
 
-  constructor (timeWindow: number, capacity = DEFAULT_CAPACITY) {
+  constructor (timeWindow: number, capacity = DEFAULT_CAPACITY, limit = Infinity) {
     this.#timeWindow = timeWindow
     this.#capacity = capacity
+    this.#limit = limit
   }
 
   /** The key's open window, if it has one. */
   peek (key: string, now = Date.now()): Window | undefined {
-    const window = this.#windows.get(key)
+    const window = this.#underLimit.get(key) ?? this.#atLimit.get(key)
     return window !== undefined && window.resetAt > now ? window : undefined
   }
 
@@ -32,14 +38,24 @@ export class WindowCounter {
   hit (key: string, now = Date.now()): Window {
     let window = this.peek(key, now)
     if (window === undefined) {
-      // Re-inserted, so that the Map's first key is always the oldest window.
-      this.#windows.delete(key)
-      if (this.#windows.size >= this.#capacity) this.#windows.delete(this.#windows.keys().next().value!)
+      this.#underLimit.delete(key)
+      this.#atLimit.delete(key)
+      if (this.#underLimit.size + this.#atLimit.size >= this.#capacity) this.#evict(now)
       window = { count: 0, resetAt: now + this.#timeWindow }
-      this.#windows.set(key, window)
+      this.#underLimit.set(key, window)
     }
-    window.count++
+    if (++window.count === this.#limit) {
+      this.#underLimit.delete(key)
+      this.#atLimit.set(key, window)
+    }
     return window
+  }
+
+  /** Forgets the window worth least: an ended one at the limit, else the oldest under it, else the oldest at it. */
+  #evict (now: number) {
+    const [limited] = this.#atLimit
+    if (limited !== undefined && (limited[1].resetAt <= now || this.#underLimit.size === 0)) this.#atLimit.delete(limited[0])
+    else this.#underLimit.delete(this.#underLimit.keys().next().value!)
   }
 }
 

@@ -1,4 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs'
+import { isIP } from 'node:net'
 import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
@@ -122,11 +123,15 @@ export const ConfigSchema = Type.Object({
   AUTH_FAILURE_MAX: Type.Integer({
     minimum: 0,
     default: DEFAULT_AUTH_FAILURE_LIMIT.max,
-    description: 'failed authentications allowed per client address per AUTH_FAILURE_WINDOW, then 429 (0: no limit)'
+    description: 'wrong tokens allowed per client address per AUTH_FAILURE_WINDOW, then 429 for a wrong one (0: no limit)'
   }),
   AUTH_FAILURE_WINDOW: Duration({
     minimum: rateWindow.minimum, default: DEFAULT_AUTH_FAILURE_LIMIT.timeWindow, description: 'the failed-authentication window, in ms'
   }),
+  // Checked by trustProxy: a list of addresses and networks.
+  TRUST_PROXY: Type.Optional(Type.String({
+    description: 'the proxies whose X-Forwarded-For is believed: their addresses or CIDRs (or loopback, linklocal, uniquelocal), comma-separated, or true for any peer (unset: none)'
+  })),
   // Checked by readWebhooks: the values are lists and durations, not single numbers.
   WEBHOOK_URL: Type.Optional(Type.String({ description: 'the http(s) URL new-plant events are POSTed to (with WEBHOOK_SECRET)' })),
   WEBHOOK_SECRET: Type.Optional(Type.String({ description: 'whsec_ + base64 of 24 to 64 random bytes; comma-separated to rotate (each signs)' })),
@@ -178,7 +183,37 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
     throw invalid('HEADERS_TIMEOUT', `(${config.HEADERS_TIMEOUT}) is longer than REQUEST_TIMEOUT (${config.REQUEST_TIMEOUT})`,
       'set HEADERS_TIMEOUT to at most REQUEST_TIMEOUT, or REQUEST_TIMEOUT to 0')
   }
+  trustProxy(config)
   return config
+}
+
+// The names of networks Fastify (@fastify/proxy-addr) knows.
+const NAMED_NETWORKS = new Set(['loopback', 'linklocal', 'uniquelocal'])
+
+/** An address, a CIDR (address/prefix length) or a named network. */
+function isProxyEntry (entry: string): boolean {
+  if (NAMED_NETWORKS.has(entry)) return true
+  const [address, prefix, ...rest] = entry.split('/')
+  const version = isIP(address)
+  if (version === 0 || rest.length > 0) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+}
+
+/**
+ * Fastify's `trustProxy` from TRUST_PROXY: whose X-Forwarded-For names the client (request.ip, which
+ * the failure throttle and the log use). A hop count is refused: Fastify (5.12.1 on) ignores one,
+ * since a count cannot tell the proxy from a client that writes the header itself.
+ */
+export function trustProxy (config: Pick<Config, 'TRUST_PROXY'>): boolean | string[] {
+  const value = config.TRUST_PROXY?.trim() ?? ''
+  if (value === '' || value === 'false') return false
+  if (value === 'true') return true
+  const fix = 'set TRUST_PROXY to the addresses or CIDRs of your proxies, comma-separated (e.g. 127.0.0.1 or 10.0.0.0/8,::1), or to true when only proxies can reach the service'
+  if (/^\d+$/.test(value)) throw invalid('TRUST_PROXY', `(${value}) is a hop count, which Fastify ignores: it cannot tell a proxy from a client that writes X-Forwarded-For itself`, fix)
+  const entries = value.split(',').map((entry) => entry.trim())
+  const wrong = entries.find((entry) => !isProxyEntry(entry))
+  if (wrong !== undefined) throw invalid('TRUST_PROXY', `holds ${JSON.stringify(wrong)}, which is not an IP address, a CIDR or loopback, linklocal, uniquelocal`, fix)
+  return entries
 }
 
 /**

@@ -19,7 +19,8 @@ export default fp(async function requestLog (fastify) {
   if (fastify.log.level !== 'debug' && fastify.log.level !== 'trace') return
   fastify.addHook('onResponse', (request, reply, done) => {
     request.log.debug({
-      method: request.method, url: pathOf(request.url), statusCode: reply.statusCode, responseTime: reply.elapsedTime
+      // The client's address: behind a proxy, what its X-Forwarded-For says when TRUST_PROXY names it.
+      method: request.method, url: pathOf(request.url), statusCode: reply.statusCode, responseTime: reply.elapsedTime, remoteAddress: request.ip
     }, 'request completed')
     done()
   })

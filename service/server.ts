@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
 import { appOptions, buildApp, connectionOptions, loggerOptions } from './app.js'
-import { ConfigError, corsOrigins, loadConfig, readTokens, type Config } from './config.js'
+import { ConfigError, corsOrigins, loadConfig, readTokens, trustProxy, type Config } from './config.js'
 import { StoreOpenError } from '../stores/index.js'
 import { ignoreSignals } from './ignored-signals.js'
 
@@ -39,6 +39,8 @@ async function start () {
   const app = await buildApp(appOptions(config, tokens), {
     ...connectionOptions(config),
     corsOrigins: corsOrigins(config),
+    // The client's address, behind the proxies TRUST_PROXY names: for the failure throttle and the log.
+    trustProxy: trustProxy(config),
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector.

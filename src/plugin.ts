@@ -82,7 +82,8 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
     await scope.register(auth, {
       tokens: options.tokens,
       authenticate: options.authenticate,
-      failureLimit: options.authFailureLimit ?? DEFAULT_AUTH_FAILURE_LIMIT
+      // The host's authentication has limits of its own, if any: the plugin adds one only when asked.
+      failureLimit: options.authFailureLimit ?? (options.authenticate === undefined && DEFAULT_AUTH_FAILURE_LIMIT)
     })
     if (rateLimit) await scope.register((await import('../plugins/rate-limit.js')).default, rateLimit)
     await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })

@@ -18,7 +18,7 @@ const asJsonParseWould = (value: unknown): unknown => {
 }
 
 t.test('integer literals are exact bigints over the whole int64 range and past it', async (t) => {
-  for (const id of [INT64_MIN, INT64_MAX, PAST_DOUBLES, -PAST_DOUBLES, 0n, 2n ** 64n, -(10n ** 30n)]) {
+  for (const id of [INT64_MIN, INT64_MAX, PAST_DOUBLES, -PAST_DOUBLES, 0n, 2n ** 64n, INT64_MIN - 1n]) {
     t.equal(parseExactJson(String(id)), id, `${id}`)
     t.strictSame(parseExactJson(`[{"id":${id},"name":"n"}]`), [{ id, name: 'n' }], `${id} in a list`)
   }
@@ -45,8 +45,13 @@ t.test('strings that hold digits or "id": are never altered', async (t) => {
   t.equal(parseExactJson('"🌿 Monstera déliciosa"'), '🌿 Monstera déliciosa', 'UTF-16 beyond ASCII as it is')
 })
 
+// Integers JSON.stringify writes with more than 20 digits and sign (up to 1e21) are refused: see client-cut-answers.
+const hasLongInteger = (value: unknown): boolean => typeof value === 'number'
+  ? Number.isInteger(value) && JSON.stringify(value).length > 20
+  : typeof value === 'object' && value !== null && Object.values(value).some(hasLongInteger)
+
 t.test('any JSON document reads as JSON.parse reads it, but for exact integers', async (t) => {
-  fc.assert(fc.property(fc.jsonValue(), (value) => {
+  fc.assert(fc.property(fc.jsonValue().filter((value) => !hasLongInteger(value)), (value) => {
     const text = JSON.stringify(value, null, Math.random() < 0.5 ? 2 : undefined)
     deepStrictEqual(asJsonParseWould(parseExactJson(text)), JSON.parse(text))
   }), { numRuns: 500 })

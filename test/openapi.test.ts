@@ -158,7 +158,7 @@ t.test('each error example in the document is a message the service really sends
     return merged
   }
   // For each route and status: requests whose answers, together, are exactly the documented examples.
-  const requests = merge(everyRoute(401, 'normal', {}), everyRoute(429, 'limited'), everyRoute(429, 'throttled'), everyRoute(500, 'broken'),
+  const requests = merge(everyRoute(401, 'normal', {}), everyRoute(429, 'limited'), everyRoute(429, 'throttled', { authorization: 'Bearer a-wrong-guess' }), everyRoute(500, 'broken'),
     everyRoute(503, 'down'), everyRoute(503, 'overloaded'), {
       'post /plants 400': [
         ['normal', post('{"id":"5","name":"n"}')],
