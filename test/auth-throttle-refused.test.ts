@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t from 'tap'
-import { AuthThrottledError } from '../plugins/http-errors.js'
+import { AuthThrottledError } from '../errors/index.js'
 import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
 import { WindowCounter } from '../plugins/window-counter.js'
 import plantStore from '../src/plugin.js'
