@@ -8,6 +8,7 @@ import docs, { SERVICE_OPENAPI_NAMES } from './docs.js'
 import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
+import { trackMethods } from '../plugins/method-not-allowed.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
 import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
@@ -111,6 +112,9 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const metrics = createMetrics({ sqliteFile: sqliteFileOf(options.store) })
+  // Before any route: it notes the methods of each, to answer the others 405 (OPTIONS too: CORS
+  // answers preflights in its hook, before any route).
+  const methodNotAllowed = trackMethods(app, { options: true })
 
   // First, so that every answer carries them, even one refused by the next two.
   await app.register(securityHeaders)
@@ -140,6 +144,8 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
     wrapStore: (store) => instrumentStore(store, metrics),
     ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) })
   })
+  // Last: every route is added.
+  await app.register(methodNotAllowed)
   await app.ready()
   return app
 }
