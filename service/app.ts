@@ -1,9 +1,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
-import cors from '@fastify/cors'
 import compression from './compression.js'
 import connections, { type ConnectionsOptions } from './connections.js'
+import cors from './cors.js'
 import docs, { SERVICE_OPENAPI_NAMES } from './docs.js'
 import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
@@ -124,16 +124,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })
   await app.register(requestLog)
-  if (corsOrigins.length > 0) {
-    // Preflights are answered before any route, so a browser learns what it may send without a token.
-    await app.register(cors, {
-      origin: [...corsOrigins],
-      methods: ['GET', 'POST', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type'],
-      exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
-      maxAge: 600
-    })
-  }
+  if (corsOrigins.length > 0) await app.register(cors, { origins: corsOrigins })
   // Before the routes: it decides, as each is added, which answers may be compressed.
   await app.register(compression)
   await app.register(metricsPlugin, { metrics })
