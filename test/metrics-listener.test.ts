@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { get } from 'node:http'
-import { connect } from 'node:net'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { loadConfig, metricsAddress } from '../service/config.js'
 import { METHOD_NOT_ALLOWED } from '../plugins/method-not-allowed.js'
@@ -76,6 +76,30 @@ t.test('a bad METRICS_PORT stops the service at once with one line', async (t) =
   t.same(await exitWithin(server, 30_000), { code: 1, signal: null })
   t.match(linesOf(server.stderr()), [/^Invalid configuration: METRICS_PORT \(3000\) is PORT's port/])
   t.equal(linesOf(server.stderr()).length, 1)
+})
+
+t.test('a METRICS_PORT in use stops the service with one line that names it', async (t) => {
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => taken.close())
+  const { port } = taken.address() as AddressInfo
+  const server = spawnServer(t, { API_TOKENS: TOKEN, METRICS_PORT: String(port) })
+  t.same(await exitWithin(server, 30_000), { code: 1, signal: null })
+  t.match(linesOf(server.stderr()), [/^Cannot start: the metrics listener \(METRICS_HOST, METRICS_PORT\): listen EADDRINUSE/])
+})
+
+t.test('the app built with a metrics listener: /metrics there, with the app\'s requests, and not on the app', async (t) => {
+  const { app } = await build(t, {}, { metricsListener: true })
+  t.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+  t.same((await app.inject({ url: '/metrics' })).json(), notFound)
+  const listener = app.metricsListener!
+  const scrape = await listener.inject({ url: '/metrics' })
+  t.equal(scrape.statusCode, 200)
+  t.match(scrape.body, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status_code="200"\} 1/)
+  t.equal(scrape.headers['x-content-type-options'], 'nosniff', 'the security headers')
+  t.same((await listener.inject({ url: '/plants' })).json(), notFound)
+  t.equal((await listener.inject({ method: 'OPTIONS', url: '/metrics' })).headers.allow, 'GET, HEAD')
+  t.equal((await build(t)).app.metricsListener, null, 'none by default')
 })
 
 t.test('DOCS=off: no documentation routes; the API is unchanged', async (t) => {
