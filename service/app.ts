@@ -1,14 +1,16 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
-import cors from '@fastify/cors'
 import compression from './compression.js'
 import connections, { type ConnectionsOptions } from './connections.js'
-import docs, { SERVICE_OPENAPI_NAMES } from './docs.js'
+import cors from './cors.js'
+import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs.js'
 import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
+import { trackMethods } from '../plugins/method-not-allowed.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
+import { buildMetricsListener } from './metrics-listener.js'
 import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
@@ -19,6 +21,10 @@ import { sqliteFileOf } from '../stores/sqlite/files.js'
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */
   corsOrigins?: readonly string[]
+  /** Serve /documentation, Swagger UI and the OpenAPI document (DOCS); true by default. */
+  docs?: boolean
+  /** Serve /metrics on a listener of its own (METRICS_PORT), `app.metricsListener`, not on the app. */
+  metricsListener?: boolean
 }
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
@@ -92,7 +98,9 @@ export function loggerOptions (level: string) {
  * factory. `serverOptions` carries what only the entry knows (logger, connection limits).
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
-  const { maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], ...fastifyOptions } = serverOptions
+  const {
+    maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, ...fastifyOptions
+  } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
     // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
@@ -111,6 +119,13 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   const metrics = createMetrics({ sqliteFile: sqliteFileOf(options.store) })
+  const listener = metricsListener ? await buildMetricsListener(metrics, app.log) : null
+  app.decorate('metricsListener', listener)
+  // The first onClose hook runs last: metrics can be scraped until the app has drained and closed its store.
+  if (listener !== null) app.addHook('onClose', () => listener.close())
+  // Before any route: it notes the methods of each, to answer the others 405 (OPTIONS too: CORS
+  // answers preflights in its hook, before any route).
+  const methodNotAllowed = trackMethods(app, { options: true })
 
   // First, so that every answer carries them, even one refused by the next two.
   await app.register(securityHeaders)
@@ -120,26 +135,19 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })
   await app.register(requestLog)
-  if (corsOrigins.length > 0) {
-    // Preflights are answered before any route, so a browser learns what it may send without a token.
-    await app.register(cors, {
-      origin: [...corsOrigins],
-      methods: ['GET', 'POST', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type'],
-      exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
-      maxAge: 600
-    })
-  }
+  if (corsOrigins.length > 0) await app.register(cors, { origins: corsOrigins })
   // Before the routes: it decides, as each is added, which answers may be compressed.
   await app.register(compression)
-  await app.register(metricsPlugin, { metrics })
+  await app.register(metricsPlugin, { metrics, serve: !metricsListener })
   // Before the routes: swagger collects them as they are added.
-  await app.register(docs, { maxTextLength: options.maxTextLength })
+  if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
   await app.register(plantStore, {
     ...options,
     wrapStore: (store) => instrumentStore(store, metrics),
     ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) })
   })
+  // Last: every route is added.
+  await app.register(methodNotAllowed)
   await app.ready()
   return app
 }

@@ -31,13 +31,32 @@ export const MAX_TOKENS_FILE_BYTES = MAX_SETTING_FILE_BYTES
 const Duration = (options: { minimum: number, default: number, description: string }) =>
   Type.Integer({ ...options, maximum: MAX_TIMER_MS, description: `${options.description}, at most ${MAX_TIMER_MS}` })
 
+/** An address to listen on: a host name or an IPv4/IPv6 address. */
+const Host = (options: { default?: string, description: string }) =>
+  Type.Union([Type.String({ format: 'hostname' }), Type.String({ format: 'ipv6' })], options)
+
+/** Where the metrics listener binds by default: off the public network. */
+export const DEFAULT_METRICS_HOST = '127.0.0.1'
+
+/** The values of DOCS. */
+const SWITCH = ['on', 'off'] as const
+
 /** The service's settings, read from the environment. Each description says how to set it right. */
 export const ConfigSchema = Type.Object({
-  HOST: Type.Union([Type.String({ format: 'hostname' }), Type.String({ format: 'ipv6' })], {
-    default: '127.0.0.1', description: 'the address to listen on: a host name or an IPv4/IPv6 address'
-  }),
+  HOST: Host({ default: '127.0.0.1', description: 'the address to listen on: a host name or an IPv4/IPv6 address' }),
   PORT: Type.Integer({
     minimum: 0, maximum: 65535, default: 3000, description: 'the TCP port to listen on, 0 to 65535 (0 picks a free one)'
+  }),
+  METRICS_HOST: Type.Optional(Host({
+    description: `the address the metrics listener (METRICS_PORT) binds: a host name or an IPv4/IPv6 address (default ${DEFAULT_METRICS_HOST})`
+  })),
+  METRICS_PORT: Type.Optional(Type.Integer({
+    minimum: 0,
+    maximum: 65535,
+    description: 'the TCP port of a listener of its own for /metrics, 0 to 65535 (0 picks a free one), another than PORT (unset: /metrics is on PORT)'
+  })),
+  DOCS: Type.Enum(SWITCH, {
+    default: 'on', description: 'on or off: whether /documentation (Swagger UI and the OpenAPI document) is served'
   }),
   DATABASE_URL: Type.String({
     pattern: STORE_URL_PATTERN,
@@ -184,7 +203,19 @@ export function loadConfig (env: Record<string, string | undefined>): Config {
       'set HEADERS_TIMEOUT to at most REQUEST_TIMEOUT, or REQUEST_TIMEOUT to 0')
   }
   trustProxy(config)
+  if (config.METRICS_HOST !== undefined && config.METRICS_PORT === undefined) {
+    throw invalid('METRICS_HOST', 'is set without METRICS_PORT, so nothing would listen there', 'set METRICS_PORT too, or remove METRICS_HOST')
+  }
+  if (config.METRICS_PORT !== undefined && config.METRICS_PORT !== 0 && config.METRICS_PORT === config.PORT) {
+    throw invalid('METRICS_PORT', `(${config.METRICS_PORT}) is PORT's port`,
+      'set METRICS_PORT to another port, or remove it to serve /metrics on PORT')
+  }
   return config
+}
+
+/** Where the metrics listener listens (METRICS_HOST, METRICS_PORT); undefined: /metrics is on the API's port. */
+export function metricsAddress (config: Pick<Config, 'METRICS_HOST' | 'METRICS_PORT'>): { host: string, port: number } | undefined {
+  return config.METRICS_PORT === undefined ? undefined : { host: config.METRICS_HOST ?? DEFAULT_METRICS_HOST, port: config.METRICS_PORT }
 }
 
 // The names of networks Fastify (@fastify/proxy-addr) knows.

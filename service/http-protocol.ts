@@ -13,6 +13,7 @@ export const DEFAULT_MAX_HEADERS_COUNT = 100
 
 const EXPECTATION_FAILED = 'Only the expectation 100-continue is supported'
 const HOST_REQUIRED = 'An HTTP/1.1 request must have a Host header'
+export const HOST_REPEATED = 'A request must have one Host header, not several'
 export const TOO_MANY_FIELDS = 'Request has more header fields than the service reads'
 export const UNKNOWN_TRANSFER_CODING = 'Transfer-Encoding other than chunked is not implemented'
 
@@ -27,6 +28,15 @@ export default fp<HttpProtocolOptions>(async function httpProtocol (fastify, { m
   // Node keeps at least one field more than this: one more than the service reads is seen, and refused.
   fastify.server.maxHeadersCount = maxHeadersCount + 1
   const maxRawEntries = 2 * maxHeadersCount
+  // Node keeps the first of several Host fields: which one a proxy in front read is anyone's guess.
+  const hostFields = (rawHeaders: string[]) => {
+    let count = 0
+    for (let index = 0; index < rawHeaders.length; index += 2) {
+      const name = rawHeaders[index]
+      if (name.length === 4 && name.toLowerCase() === 'host') count++
+    }
+    return count
+  }
   // An Expect other than 100-continue (which Node answers itself): the request is not handled.
   fastify.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
     const body = errorJson(417, EXPECTATION_FAILED)
@@ -42,6 +52,8 @@ export default fp<HttpProtocolOptions>(async function httpProtocol (fastify, { m
     const raw = request.raw
     if (raw.rawHeaders.length > maxRawEntries) return sendError(reply, 431, TOO_MANY_FIELDS)
     if (raw.httpVersion === '1.1' && request.headers.host === undefined) return sendError(reply, 400, HOST_REQUIRED)
+    // RFC 9112 §3.2: 400; and the connection is not trusted with another request.
+    if (hostFields(raw.rawHeaders) > 1) return sendError(reply.header('connection', 'close'), 400, HOST_REPEATED)
     // RFC 9112 §6.1: a transfer coding the server does not understand is answered 501.
     const codings = request.headers['transfer-encoding']
     if (codings !== undefined && codings.toLowerCase() !== 'chunked') return sendError(reply, 501, UNKNOWN_TRANSFER_CODING)

@@ -112,8 +112,22 @@ function requestObserver (requestDuration: Metrics['requestDuration'], route: st
   }
 }
 
-/** Times every request of the app and serves the metrics, public, in Prometheus text format. */
-export default fp<{ metrics: Metrics }>(async function metricsPlugin (fastify: FastifyInstance, { metrics }) {
+/** GET /metrics: the registry, public, in Prometheus text format. */
+export function metricsRoute (fastify: FastifyInstance, registry: Registry) {
+  fastify.get(METRICS_PATH, { schema: { hide: true } }, async (_request, reply) => {
+    reply.type(registry.contentType)
+    return registry.metrics()
+  })
+}
+
+export interface MetricsPluginOptions {
+  metrics: Metrics
+  /** Serve GET /metrics on this app; false when a listener of its own serves it. */
+  serve?: boolean
+}
+
+/** Times every request of the app and serves the metrics (unless told not to). */
+export default fp<MetricsPluginOptions>(async function metricsPlugin (fastify: FastifyInstance, { metrics, serve = true }) {
   const { registry, requestDuration } = metrics
   // Each route observes with a hook of its own, which knows the route: looking the route up for
   // each request (request.routeOptions builds an object) cost more than the observation.
@@ -123,8 +137,5 @@ export default fp<{ metrics: Metrics }>(async function metricsPlugin (fastify: F
     if (request.is404) return unknownRoute.call(this, request, reply, done)
     done()
   })
-  fastify.get(METRICS_PATH, { schema: { hide: true } }, async (_request, reply) => {
-    reply.type(registry.contentType)
-    return registry.metrics()
-  })
+  if (serve) metricsRoute(fastify, registry)
 }, { name: 'plant-store-metrics' })

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
 import { appOptions, buildApp, connectionOptions, loggerOptions } from './app.js'
-import { ConfigError, corsOrigins, loadConfig, readTokens, trustProxy, type Config } from './config.js'
+import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, trustProxy, type Config } from './config.js'
+import { metricsListening } from './metrics-listener.js'
 import { StoreOpenError } from '../stores/index.js'
 import { ignoreSignals } from './ignored-signals.js'
 
@@ -36,11 +37,14 @@ async function start () {
   ignoreSignals(() => started.log)
   const config = loadConfig(process.env)
   const { tokens, generated } = tokensFor(config)
+  const metrics = metricsAddress(config)
   const app = await buildApp(appOptions(config, tokens), {
     ...connectionOptions(config),
     corsOrigins: corsOrigins(config),
     // The client's address, behind the proxies TRUST_PROXY names: for the failure throttle and the log.
     trustProxy: trustProxy(config),
+    docs: config.DOCS === 'on',
+    metricsListener: metrics !== undefined,
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector.
@@ -55,6 +59,12 @@ async function start () {
     else app.log.info({ signal }, 'shutting down: finishing requests in flight')
     await app.close()
   })
+  // First: once the API's address is logged, /metrics answers too. Closed last, with the app.
+  if (metrics !== undefined) {
+    await app.metricsListener!.listen({ ...metrics, listenTextResolver: metricsListening }).catch((error: Error) => {
+      throw new Error(`the metrics listener (METRICS_HOST, METRICS_PORT): ${error.message}`)
+    })
+  }
   await app.listen({ host: config.HOST, port: config.PORT })
   if (generated) {
     // A plain line on stderr, printed once when the service is up: never part of the JSON log.

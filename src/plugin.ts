@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify
 import auth from '../plugins/auth.js'
 import errorHandler, { handleNotFound } from '../plugins/error-handler.js'
 import jsonBody from '../plugins/json-body.js'
+import { trackMethods } from '../plugins/method-not-allowed.js'
 import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
 import store from '../stores/index.js'
 import strictValidation from '../plugins/validation.js'
@@ -60,10 +61,8 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   if (options.webhooks) {
     await fastify.register((await import('../webhooks/plugin.js')).default, { webhooks: options.webhooks, observer: options.observeWebhooks })
   }
-  // Unknown routes under the prefix are the host's, unless it hands them to the plugin.
-  if (options.notFound === true) {
-    await claim(fastify.register(notFoundRoutes), 'set the option notFound: false to leave unknown routes to the host, or ' + OTHER_PREFIX)
-  }
+  // Before the routes: it notes the methods of each, to answer the others 405.
+  const methodNotAllowed = trackMethods(fastify, { yieldToHost: true })
   if (options.health !== false) {
     await claim(fastify.register(healthRoutes, { tag: names.healthTag, config: routeConfig?.health }),
       'set the option health: false to keep the host\'s, or ' + OTHER_PREFIX)
@@ -89,6 +88,12 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
     await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
     if (options.webhooks) await scope.register((await import('../routes/webhooks.js')).default, { tag: names.plantsTag, securityScheme, hostAuth, config })
   }), OTHER_PREFIX)
+  await fastify.register(methodNotAllowed)
+  // Unknown routes under the prefix are the host's, unless it hands them to the plugin. After the
+  // 405s, which leave alone any method a route of the host's (such as a wildcard) answers already.
+  if (options.notFound === true) {
+    await claim(fastify.register(notFoundRoutes), 'set the option notFound: false to leave unknown routes to the host, or ' + OTHER_PREFIX)
+  }
 }
 
 /**

@@ -8,6 +8,7 @@ t.test('every setting has a default that starts the service on SQLite', async (t
   t.same(loadConfig({}), {
     HOST: '127.0.0.1',
     PORT: 3000,
+    DOCS: 'on',
     DATABASE_URL: 'sqlite:./data/plants.db',
     LOG_LEVEL: 'info',
     BODY_LIMIT: 1048576,

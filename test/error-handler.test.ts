@@ -12,7 +12,7 @@ function failingStore (error: unknown): PlantStore {
 
 t.test('an unknown route is 404 in the Error shape', async (t) => {
   const { app } = await build(t)
-  for (const [method, url] of [['GET', '/nope'], ['POST', '/plants/1'], ['PUT', '/plants'], ['PATCH', '/plants/1']] as const) {
+  for (const [method, url] of [['GET', '/nope'], ['POST', '/nope/1'], ['PUT', '/plants/'], ['PATCH', '/plants/1/2']] as const) {
     const response = await app.inject({ method, url, headers: AUTH })
     t.equal(response.statusCode, 404, `${method} ${url}`)
     t.same(response.json(), { error: 404, message: 'Route not found' })
