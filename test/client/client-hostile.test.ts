@@ -4,7 +4,7 @@ import {
 } from '../../client/index.js'
 import { answer, httpServer, listeningService, recordedClient } from '../helpers/client.js'
 
-// Issue 15.12: the client against real local servers that redirect, stall, trickle or flood.
+// The client against real local servers that redirect, stall, trickle or flood.
 
 /** Rejects after `ms` if `promise` has not settled: a client that hangs fails the test instead of stalling it. */
 const within = <T>(promise: Promise<T>, ms: number) => Promise.race([
@@ -35,7 +35,7 @@ t.test('a redirect is never followed: the call rejects and says so', async (t) =
   await t.rejects(client.delete(1n), { status: 300, message: 'The answer to DELETE /plants/{id} is a redirect (300), which the client does not follow: check baseUrl' })
 })
 
-t.test('a default timeout ends slow headers and a trickling body (issue 15.12)', async (t) => {
+t.test('a default timeout ends slow headers and a trickling body', async (t) => {
   t.equal(DEFAULT_TIMEOUT, 30_000, 'the documented default')
   const url = await httpServer(t, (request, response) => {
     if (request.url === '/plants/1') return // headers never come

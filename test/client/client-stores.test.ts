@@ -87,7 +87,7 @@ for (const { name, skip, url } of STORES) {
     const limit = await refused(() => client.list({ limit: 0 }))
     t.type(limit, InvalidRequestError, 'list with limit 0')
     t.match(limit, { status: 400, message: limitMessage, body: { error: 400, message: limitMessage } })
-    // An id outside int64 never leaves the client (issue 15.12): a TypeError, as from plain JavaScript.
+    // An id outside int64 never leaves the client: a TypeError, as from plain JavaScript.
     const outside: Array<[string, () => Promise<unknown>]> = [
       ['create an id past int64', () => client.create({ id: INT64_MAX + 1n, name: 'x' })],
       ['create an id below int64', () => client.create({ id: INT64_MIN - 1n, name: 'x' })],

@@ -29,7 +29,7 @@ t.test('the driver majors checked are the peerDependencies the package declares'
   }
 })
 
-// Issue 17.9: under pnpm better-sqlite3 13 installed on Node 20, and the first open segfaulted (exit 139).
+// Reported: under pnpm better-sqlite3 13 installed on Node 20, and the first open segfaulted (exit 139).
 t.test('another major of a driver is refused before it is loaded, with one line saying what to install', async (t) => {
   const from = project(t, {
     'better-sqlite3': manifest({ name: 'better-sqlite3', version: '13.1.1', engines: { node: '>=22' }, main: 'crash.js' }),
@@ -41,7 +41,7 @@ t.test('another major of a driver is refused before it is loaded, with one line 
   t.throws(() => checkDrivers('postgres://db/plants', from), /^pg 9\.0\.0 is installed \([^)]*\) but plant-store works with pg 8: npm install pg@8$/)
 })
 
-// Issue 17.9: a native build that was skipped gave "Could not locate the bindings file" at the first open.
+// Reported: a native build that was skipped gave "Could not locate the bindings file" at the first open.
 t.test('a driver whose native build is missing is refused at registration, with one line', async (t) => {
   const from = project(t, {
     // The real package, without the build its install script would have made.

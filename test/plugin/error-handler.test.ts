@@ -1,14 +1,7 @@
 import t from 'tap'
 import { MALFORMED_URL } from '../../plugins/error-handler.js'
 import { StoreUnavailableError } from '../../plugins/http-errors.js'
-import { createMemoryStore } from '../../stores/memory.js'
-import type { PlantStore } from '../../stores/types.js'
-import { AUTH, build, collectLogs, createPlant } from '../helpers/app.js'
-
-/** A memory store whose create fails with the given error. */
-function failingStore (error: unknown): PlantStore {
-  return { ...createMemoryStore(), create: async () => { throw error } }
-}
+import { AUTH, build, collectLogs, createPlant, failingStore } from '../helpers/app.js'
 
 t.test('an unknown route is 404 in the Error shape', async (t) => {
   const { app } = await build(t)
@@ -22,7 +15,7 @@ t.test('an unknown route is 404 in the Error shape', async (t) => {
 t.test('a bug is a 500 with a generic message, logged with the request id and never sent', async (t) => {
   const { lines, logger } = collectLogs('info')
   const secret = new Error('SELECT * FROM plants failed at /srv/data/plants.db')
-  const { app } = await build(t, { store: failingStore(secret) }, { logger })
+  const { app } = await build(t, { store: failingStore(() => secret, ['create']) }, { logger })
   const response = await createPlant(app, { id: 1, name: 'n' })
   t.equal(response.statusCode, 500)
   t.same(response.json(), { error: 500, message: 'Internal server error' })
@@ -35,7 +28,7 @@ t.test('a bug is a 500 with a generic message, logged with the request id and ne
 })
 
 t.test('an unavailable store is 503 with its message', async (t) => {
-  const { app } = await build(t, { store: failingStore(new StoreUnavailableError()) })
+  const { app } = await build(t, { store: failingStore(() => new StoreUnavailableError(), ['create']) })
   const response = await createPlant(app, { id: 1, name: 'n' })
   t.equal(response.statusCode, 503)
   t.same(response.json(), { error: 503, message: 'The plant store is unavailable, try again later' })
@@ -44,7 +37,7 @@ t.test('an unavailable store is 503 with its message', async (t) => {
 t.test('an error with a nonsense status code is a 500', async (t) => {
   for (const statusCode of [200, 302, 600, '404']) {
     const error = Object.assign(new Error('strange'), { statusCode })
-    const { app } = await build(t, { store: failingStore(error) })
+    const { app } = await build(t, { store: failingStore(() => error, ['create']) })
     const response = await createPlant(app, { id: 1, name: 'n' })
     t.equal(response.statusCode, 500, `statusCode ${statusCode}`)
     t.same(response.json(), { error: 500, message: 'Internal server error' })
@@ -52,7 +45,7 @@ t.test('an error with a nonsense status code is a 500', async (t) => {
 })
 
 t.test('a thrown non-Error value is a 500', async (t) => {
-  const { app } = await build(t, { store: failingStore('a string') })
+  const { app } = await build(t, { store: failingStore(() => 'a string', ['create']) })
   const response = await createPlant(app, { id: 1, name: 'n' })
   t.equal(response.statusCode, 500)
   t.same(response.json(), { error: 500, message: 'Internal server error' })

@@ -26,7 +26,7 @@ async function hostWithJwt (options: Record<string, unknown> = {}) {
   return host
 }
 
-// Issue 17.1: a host's JWT on a plant route got 401 error="invalid_token".
+// Reported: a host's JWT on a plant route got 401 error="invalid_token".
 t.test('the host\'s authentication guards the plant routes: what it accepts passes, what it refuses is 401', async (t) => {
   const host = await hostWithJwt()
   t.teardown(() => host.close())
@@ -84,7 +84,7 @@ t.test('the document names the host\'s security scheme, or none (the document\'s
   t.equal((unnamed.swagger() as any).paths['/api/plants'].post.security, undefined, 'the global security requirement applies')
 })
 
-// Issue 17.5: the scheme was bearerAuth and the tags plants/health, as a host's often are.
+// Reported: the scheme was bearerAuth and the tags plants/health, as a host's often are.
 t.test('scheme and tag names are namespaced by default and set by the openapi option, with descriptions for a host', async (t) => {
   t.same(Object.keys(securitySchemes), ['plantStoreToken'])
   t.notMatch(JSON.stringify(securitySchemes), /API_TOKENS/, 'no talk of the standalone service\'s settings')

@@ -28,7 +28,7 @@ async function host (t: Test, hostErrors?: 'host' | 'plugin', ownHandler = true)
   return { app, seen, maintain: () => { maintenance = true } }
 }
 
-// Issue 17.6: the host's 503 and its limiter's 429 came out in the plugin's shape, its handler never called.
+// Reported: the host's 503 and its limiter's 429 came out in the plugin's shape, its handler never called.
 t.test('errors the host raises on the plant routes reach the host\'s error handler, in the host\'s shape', async (t) => {
   const { app, seen, maintain } = await host(t)
   const own = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, 'content-type': 'application/json' }, payload: '{"id":"x"}' })

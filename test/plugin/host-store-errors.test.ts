@@ -2,15 +2,9 @@ import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { createMemoryStore } from '../../stores/memory.js'
 import plantStore, { PlantExistsError, StoreUnavailableError, type PlantStore } from '../../src/plugin.js'
-import { AUTH, collectLogs, JSON_TYPE, TOKEN } from '../helpers/app.js'
+import { AUTH, collectLogs, failingStore, JSON_TYPE, TOKEN } from '../helpers/app.js'
 
 const SECRET = 'password=hunter2 at 10.1.2.3:5432, Key (id)=(1), /srv/app/store.js'
-
-/** A host's store whose every operation fails with `failure()`. */
-function failingStore (failure: () => unknown): PlantStore {
-  const fail = async () => { throw failure() }
-  return { create: fail, get: fail, list: fail, delete: fail, ping: fail, close: async () => {} }
-}
 
 async function hostWith (t: Test, store: PlantStore) {
   const { lines, logger } = collectLogs('info')

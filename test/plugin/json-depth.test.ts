@@ -5,7 +5,7 @@ import { nestsDeeperThan, parseJsonBody } from '../../plugins/json-body.js'
 import { AUTH, build, JSON_TYPE, storedPlants } from '../helpers/app.js'
 
 const TOO_DEEP = { error: 400, message: `Body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }
-// The flood of issue 15.5: 1 MiB (the default BODY_LIMIT) of nested arrays.
+// The flood: 1 MiB (the default BODY_LIMIT) of nested arrays.
 const HALF_MIB = 512 * 1024 - 1
 const DEEP = '['.repeat(HALF_MIB) + ']'.repeat(HALF_MIB)
 

@@ -6,7 +6,7 @@ import { build, collectLogs, createPlant } from '../helpers/app.js'
 const PHRASE = 'The plant store is unavailable, try again later'
 const occurrences = (text: string) => text.split(PHRASE).length - 1
 
-t.test('a 503 warning says "unavailable" once, then why (issue 14.7)', async (t) => {
+t.test('a 503 warning says "unavailable" once, then why', async (t) => {
   for (const [label, failure] of [
     ['a store error with a cause', new StoreUnavailableError({ cause: new Error('the disk is gone') })],
     ['a store error without one', new StoreUnavailableError()]

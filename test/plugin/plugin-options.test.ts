@@ -43,7 +43,7 @@ t.test('options that cannot work are refused at registration, with one line nami
     ['a rate window past what a timer holds', { ...valid, rateLimit: { max: 1, timeWindow: 2 ** 31 } }, /^plant-store: option rateLimit.timeWindow is invalid: it must be the window in ms, a positive integer, at most 2147483647/],
     ['a rate limit without its window', { ...valid, rateLimit: { max: 5 } }, /^plant-store: option rateLimit.timeWindow is missing: it must be the window in ms/],
     ['wrapStore that is not a function', { ...valid, wrapStore: 'x' }, /^plant-store: option wrapStore is invalid: it must be a function/],
-    // Issue 17.8: a misspelled option is refused, not ignored.
+    // A misspelled option is refused, not ignored.
     ['a misspelled option', { ...valid, tokenz: [TOKEN] }, /^plant-store: option tokenz is unknown: the options are tokens, authenticate, store, /],
     ['a misspelled nested option', { ...valid, rateLimit: { max: 1, timeWindow: 1000, maxx: 2 } }, /^plant-store: option rateLimit.maxx is unknown: rateLimit takes max, timeWindow$/],
     ['both tokens and authenticate', { ...valid, authenticate: () => 'x' }, /^plant-store: options tokens and authenticate exclude each other/],

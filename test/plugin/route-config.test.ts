@@ -16,7 +16,7 @@ async function limitedHost (t: Test, options: Record<string, unknown> = {}) {
   return { host, configs }
 }
 
-// Issue 17.7: the host's global limiter gave /api/v1/healthz 429, though the probes are documented as never limited.
+// Reported: the host's global limiter gave /api/v1/healthz 429, though the probes are documented as never limited.
 t.test('a host\'s global @fastify/rate-limit never limits the health routes', async (t) => {
   const { host } = await limitedHost(t)
   for (let n = 0; n < 6; n++) {

@@ -5,7 +5,7 @@ import { AUTH, TOKEN } from '../helpers/app.js'
 
 const options = { tokens: [TOKEN], store: 'memory:' }
 
-// Issue 17.2: this host died at registration with "Method 'ACL' already declared for route '/api/v1/*'".
+// Reported: this host died at registration with "Method 'ACL' already declared for route '/api/v1/*'".
 t.test('a host scope at /api/v1 with its own not-found handler, and plant-store at /api/v1: both work', async (t) => {
   const host = Fastify()
   t.teardown(() => host.close())

@@ -5,22 +5,15 @@
  * form body) are refused with 401 and store nothing. Sent over a real socket: fetch and
  * http.request would merge repeated headers and cannot write trailers by hand.
  */
-import type { AddressInfo } from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { rawRequest, type RawResponse } from '../helpers/server-process.js'
-import { build, storedPlants, TOKEN } from '../helpers/app.js'
+import { listening, storedPlants, TOKEN } from '../helpers/app.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const VALID = `Authorization: Bearer ${TOKEN}`
 const body = '{"id":1,"name":"once"}'
 
-async function listening (t: Parameters<typeof build>[0]) {
-  const { app, store } = await build(t)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return { url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`, store }
-}
-
-function assertRefused (t: Parameters<typeof build>[0], response: RawResponse, title: string) {
+function assertRefused (t: Test, response: RawResponse, title: string) {
   t.equal(response.status, 401, `${title}: 401`)
   t.same(JSON.parse(response.body), { error: 401, message: 'A valid bearer token is required' }, `${title}: Error-shaped`)
   t.same(response.headers['www-authenticate'], [CHALLENGE], `${title}: one challenge`)

@@ -13,7 +13,7 @@ import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/serv
 const THROTTLED = new AuthThrottledError().message
 const guess = (n: number) => ({ authorization: `Bearer guess-${n}` })
 
-// Issue 15.3: wrong tokens were never counted; unlimited guesses got 401.
+// Reported: wrong tokens were never counted; unlimited guesses got 401.
 t.test('past the documented number of failed authentications, an address gets 429 with Retry-After, even for a right token', async (t) => {
   const { app } = await build(t)
   const { max } = DEFAULT_AUTH_FAILURE_LIMIT
@@ -85,7 +85,7 @@ t.test('AUTH_FAILURE_MAX and AUTH_FAILURE_WINDOW set the limit; 0 turns it off',
   t.equal((await open.inject({ url: '/plants', headers: AUTH })).statusCode, 200)
 })
 
-// Issue 15.3: API_TOKENS=ab started in production.
+// Reported: API_TOKENS=ab started in production.
 t.test('NODE_ENV=production refuses a token too short to resist guessing, with one line', async (t) => {
   t.throws(() => readTokens({ NODE_ENV: 'production', API_TOKENS: 'x'.repeat(MIN_PRODUCTION_TOKEN_LENGTH) + ',ab' }),
     /^Invalid configuration: API_TOKENS entry 2 is shorter than 16 characters, which NODE_ENV=production refuses/)

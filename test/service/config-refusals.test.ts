@@ -1,5 +1,5 @@
 /**
- * Configuration that cannot work is refused at start, in the service's words (issue 14.6): a
+ * Configuration that cannot work is refused at start, in the service's words: a
  * token file that is not a regular file of bounded size, limits past what a process can hold,
  * TLS asked of a server without it; and REQUEST_TIMEOUT=0 works with any HEADERS_TIMEOUT.
  */

@@ -1,5 +1,5 @@
 /**
- * Making room at the connection limit never hurts a well-behaved client (issue 15.2): a flood of
+ * Making room at the connection limit never hurts a well-behaved client: a flood of
  * idle connections that reconnect as soon as they are closed, beside an ordinary keep-alive client
  * whose pooled connections are idle between its requests.
  */

@@ -2,12 +2,12 @@
  * What the server does with its connections (service/connections.ts), over real sockets: which one
  * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
  */
-import { connect, type AddressInfo, type Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { createMemoryStore } from '../../stores/memory.js'
-import type { ServerOptions } from '../../service/app.js'
-import { build, storedPlants, TOKEN } from '../helpers/app.js'
+import { listening, storedPlants, TOKEN } from '../helpers/app.js'
+import { settlesWithin } from '../helpers/time.js'
 
 const slowBody = '{"id":1,"name":"slow"}'
 // Another plant, of the same length: the same head (Content-Length) serves both.
@@ -29,21 +29,10 @@ async function client (port: number, halfOpen = false): Promise<Client> {
   return { socket, received: () => received, closed }
 }
 
-async function listening (t: Test, serverOptions: ServerOptions, store = createMemoryStore()) {
-  const { app } = await build(t, { store }, serverOptions)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return { app, store, port: (app.server.address() as AddressInfo).port }
-}
-
-/** Whether a promise settles within `ms`. */
-async function settlesWithin (promise: Promise<unknown>, ms: number) {
-  return Promise.race([promise.then(() => true), sleep(ms).then(() => false)])
-}
-
 const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
 
 t.test('at the connection limit, the oldest connection that owes nothing makes room; one mid-request is kept', async (t) => {
-  const { port, store } = await listening(t, { maxConnections: 4 })
+  const { port, store } = await listening(t, {}, { maxConnections: 4 })
   const midRequest = await client(port)
   midRequest.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
   await sleep(50)
@@ -67,7 +56,7 @@ t.test('at the connection limit, the oldest connection that owes nothing makes r
 })
 
 t.test('when every connection owes an answer, a new one is refused', async (t) => {
-  const { port } = await listening(t, { maxConnections: 2 })
+  const { port } = await listening(t, {}, { maxConnections: 2 })
   const busy: Client[] = []
   for (let index = 0; index < 2; index++) {
     const connection = await client(port)
@@ -85,7 +74,7 @@ t.test('when every connection owes an answer, a new one is refused', async (t) =
 })
 
 t.test('at shutdown: the request in flight is answered, one read after it gets 503 and stores nothing', async (t) => {
-  const { app, port, store } = await listening(t, {})
+  const { app, port, store } = await listening(t)
   const pipelined = await client(port)
   pipelined.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
   await sleep(100)
@@ -103,7 +92,7 @@ t.test('at shutdown: the request in flight is answered, one read after it gets 5
 })
 
 t.test('at shutdown, a connection that has said nothing yet is closed at once, not held until HEADERS_TIMEOUT', async (t) => {
-  const { app, port } = await listening(t, { http: { headersTimeout: 10_000 } })
+  const { app, port } = await listening(t, {}, { http: { headersTimeout: 10_000 } })
   const silent = await client(port)
   const started = Date.now()
   await app.close()
@@ -113,7 +102,7 @@ t.test('at shutdown, a connection that has said nothing yet is closed at once, n
 })
 
 t.test('at shutdown, a connection is half-closed after its last answer; what its client sends then is not taken in', async (t) => {
-  const { app, port, store } = await listening(t, {})
+  const { app, port, store } = await listening(t)
   const late = await client(port, true)
   late.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
   await sleep(100)
@@ -137,7 +126,7 @@ t.test('CONNECTION_TIMEOUT does not cut off an answer the service is still worki
     await sleep(1200)
     return slowCreate(plant)
   }
-  const { port } = await listening(t, { connectionTimeout: 300 }, store)
+  const { port } = await listening(t, { store }, { connectionTimeout: 300 })
   const patient = await client(port)
   patient.socket.write(SLOW_POST_HEAD.replace('Host: x', 'Host: x\r\nConnection: close') + slowBody)
   await patient.closed
@@ -145,7 +134,7 @@ t.test('CONNECTION_TIMEOUT does not cut off an answer the service is still worki
 })
 
 t.test('CONNECTION_TIMEOUT closes a connection whose client does not read its answer', async (t) => {
-  const { app, port } = await listening(t, { connectionTimeout: 300 })
+  const { app, port } = await listening(t, {}, { connectionTimeout: 300 })
   const reader = await client(port)
   reader.socket.pause()
   // Some 15 MB in all, more than the kernel's socket buffers hold: the server is left holding the rest.

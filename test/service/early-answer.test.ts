@@ -1,26 +1,18 @@
 /**
  * A request refused before its body has come is answered once, and its connection let go at once
- * (issues 15.1 and 15.6): not held while the body trickles in, and never answered a second time
+ *: not held while the body trickles in, and never answered a second time
  * (408) when REQUEST_TIMEOUT passes. A body that arrives absurdly slowly is cut off early (408), and
  * a transfer coding other than chunked is 501, in the Error shape.
  */
 import { once } from 'node:events'
-import { connect, type AddressInfo } from 'node:net'
-import t, { type Test } from 'tap'
-import { connectionOptions } from '../../service/app.js'
-import { loadConfig } from '../../service/config.js'
+import { connect } from 'node:net'
+import t from 'tap'
 import { UNKNOWN_TRANSFER_CODING } from '../../service/http-protocol.js'
 import { exchange } from '../helpers/exchange.js'
 import { rawRequest } from '../helpers/server-process.js'
-import { build, storedPlants, TOKEN } from '../helpers/app.js'
+import { listening, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
 
 const VALID = `Authorization: Bearer ${TOKEN}`
-
-async function listening (t: Test, env: Record<string, string>) {
-  const { app, store } = await build(t, {}, connectionOptions(loadConfig(env)))
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return { port: (app.server.address() as AddressInfo).port, store }
-}
 
 /** Sends `head` and a first byte of body, then one byte every 300 ms; resolves the statuses answered, and when the server closed. */
 async function trickle (port: number, head: string) {
@@ -32,7 +24,7 @@ const post = (path: string, ...headers: string[]) =>
   [`POST ${path} HTTP/1.1`, 'Host: x', ...headers, 'Content-Length: 100000', '', ''].join('\r\n')
 
 t.test('a request refused while its body trickles in gets one answer, with Connection: close, and is let go at once', async (t) => {
-  const { port, store } = await listening(t, { HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000', BODY_MIN_RATE: '0' })
+  const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000', BODY_MIN_RATE: '0' }))
   const cases: Array<[string, string, number]> = [
     ['no token', post('/plants', 'Content-Type: application/json'), 401],
     ['a wrong token', post('/plants', 'Authorization: Bearer wrong', 'Content-Type: application/json'), 401],
@@ -49,7 +41,7 @@ t.test('a request refused while its body trickles in gets one answer, with Conne
 })
 
 t.test('a refused request whose whole body came with its headers keeps its connection', async (t) => {
-  const { port } = await listening(t, {})
+  const { port } = await listening(t)
   const socket = connect(port, '127.0.0.1')
   let answer = ''
   socket.setEncoding('utf8')
@@ -62,7 +54,7 @@ t.test('a refused request whose whole body came with its headers keeps its conne
 })
 
 t.test('a large body sent at full speed with a wrong token still gets its 401, not a reset connection', async (t) => {
-  const { port } = await listening(t, {})
+  const { port } = await listening(t)
   const big = `{"id":1,"name":"${'a'.repeat(1_000_000)}"}`
   for (let attempt = 0; attempt < 3; attempt++) {
     const response = await fetch(`http://127.0.0.1:${port}/plants`, {
@@ -74,7 +66,7 @@ t.test('a large body sent at full speed with a wrong token still gets its 401, n
 })
 
 t.test('BODY_MIN_RATE: a body slower than it, once BODY_RATE_GRACE has passed, is answered 408 and let go', async (t) => {
-  const { port, store } = await listening(t, { BODY_MIN_RATE: '100', BODY_RATE_GRACE: '1000' })
+  const { port, store } = await listening(t, {}, settingsFrom({ BODY_MIN_RATE: '100', BODY_RATE_GRACE: '1000' }))
   const slow = await trickle(port, post('/plants', VALID, 'Content-Type: application/json'))
   t.same(slow.statuses, [408], 'one byte every 300 ms: 408')
   t.match(slow.answer, /\{"error":408,"message":"Request timed out"\}$/, 'in the Error shape')
@@ -104,7 +96,7 @@ t.test('BODY_MIN_RATE: a body slower than it, once BODY_RATE_GRACE has passed, i
 })
 
 t.test('a transfer coding other than chunked is 501 in the Error shape, nothing stored', async (t) => {
-  const { port, store } = await listening(t, {})
+  const { port, store } = await listening(t)
   const url = `http://127.0.0.1:${port}`
   const body = '{"id":1,"name":"coded"}'
   const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`

@@ -1,8 +1,7 @@
 import { once } from 'node:events'
 import { connect } from 'node:net'
-import type { AddressInfo } from 'node:net'
-import t, { type Test } from 'tap'
-import { build, TOKEN } from '../helpers/app.js'
+import t from 'tap'
+import { listening, TOKEN } from '../helpers/app.js'
 
 /** Writes raw bytes to a listening app and resolves everything it answers before closing. */
 async function rawExchange (port: number, request: string): Promise<string> {
@@ -15,19 +14,13 @@ async function rawExchange (port: number, request: string): Promise<string> {
   return answer
 }
 
-async function listening (t: Test) {
-  const { app } = await build(t)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return (app.server.address() as AddressInfo).port
-}
-
 function splitResponse (raw: string) {
   const [head, body] = raw.split('\r\n\r\n')
   return { status: Number(head.split(' ')[1]), head, body: JSON.parse(body) }
 }
 
 t.test('an oversized header is answered 431 in the Error shape, not with Node\'s empty default', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   const raw = await rawExchange(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`)
   const { status, head, body } = splitResponse(raw)
   t.equal(status, 431)
@@ -36,14 +29,14 @@ t.test('an oversized header is answered 431 in the Error shape, not with Node\'s
 })
 
 t.test('bytes that are not HTTP are answered 400 in the Error shape', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   const { status, body } = splitResponse(await rawExchange(port, 'NOT HTTP AT ALL\r\n\r\n'))
   t.equal(status, 400)
   t.same(body, { error: 400, message: 'Malformed HTTP request' })
 })
 
 t.test('a client that hangs up mid-request leaves the server serving', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   const socket = connect(port, '127.0.0.1')
   socket.write('POST /plants HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"id"')
   socket.destroy()
@@ -58,9 +51,7 @@ function errorShaped (raw: string) {
 }
 
 t.test('an expectation other than 100-continue is answered 417 in the Error shape, nothing stored', async (t) => {
-  const { app, store } = await build(t)
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const port = (app.server.address() as AddressInfo).port
+  const { port, store } = await listening(t)
   const body = '{"id":1,"name":"expected"}'
   const raw = await rawExchange(port, `POST /plants HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nAuthorization: Bearer ${TOKEN}\r\n` +
     `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
@@ -69,7 +60,7 @@ t.test('an expectation other than 100-continue is answered 417 in the Error shap
 })
 
 t.test('an HTTP/1.1 request without Host is answered 400 in the Error shape; HTTP/1.0 needs none', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   t.same(errorShaped(await rawExchange(port, 'GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n')),
     { status: 400, json: true, body: { error: 400, message: 'An HTTP/1.1 request must have a Host header' } })
   const old = await rawExchange(port, 'GET /healthz HTTP/1.0\r\n\r\n')
@@ -77,13 +68,13 @@ t.test('an HTTP/1.1 request without Host is answered 400 in the Error shape; HTT
 })
 
 t.test('CONNECT is answered 404 in the Error shape, like any method the service does not have', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   t.same(errorShaped(await rawExchange(port, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')),
     { status: 404, json: true, body: { error: 404, message: 'Route not found' } })
 })
 
 t.test('a path that leaves /documentation/static is 404 in the Error shape, however it is spelled', async (t) => {
-  const port = await listening(t)
+  const { port } = await listening(t)
   for (const path of ['../../package.json', '%2e%2e/%2e%2e/package.json', '..%2f..%2fpackage.json', 'x/../../index.html', 'x//index.html']) {
     const raw = await rawExchange(port, `GET /documentation/static/${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)
     t.same(errorShaped(raw), { status: 404, json: true, body: { error: 404, message: 'Route not found' } }, path)

@@ -1,5 +1,5 @@
 /**
- * The listeners that keep SIGUSR1 from opening Node's inspector (issue 14.5; the real signal to a
+ * The listeners that keep SIGUSR1 from opening Node's inspector (the real signal to a
  * real process is in inspector-signal.test.ts): each signal is one line, in the app's log once it
  * exists, on stderr before.
  */

@@ -1,9 +1,8 @@
-import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { connectionOptions } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
-import { build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/app.js'
+import { build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
 import { exchange } from '../helpers/exchange.js'
 
 t.test('an overloaded process sheds plant requests with 503 and Retry-After, and nothing is stored', async (t) => {
@@ -54,24 +53,17 @@ t.test('without a rate limit configured, there is none', async (t) => {
   for (let id = 0; id < 50; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200)
 })
 
-/** The app with the connection settings the server derives from `env`, listening on a real socket. */
-async function listeningWith (t: Test, env: Record<string, string>) {
-  const { app, store } = await build(t, {}, connectionOptions(loadConfig(env)))
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  return { port: (app.server.address() as AddressInfo).port, store }
-}
-
 const TIMED_OUT = /^HTTP\/1\.1 408 [^]*\r\n\r\n\{"error":408,"message":"Request timed out"\}$/
 
 t.test('HEADERS_TIMEOUT=1000: headers still incomplete after a second are answered 408 within ~1.5 s', async (t) => {
-  const { port } = await listeningWith(t, { HEADERS_TIMEOUT: '1000' })
+  const { port } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000' }))
   const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
   t.ok(waited >= 950 && waited < 1500, `after ${waited} ms`)
 })
 
 t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answered 408 within ~2.5 s, nothing stored', async (t) => {
-  const { port, store } = await listeningWith(t, { HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000' })
+  const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000' }))
   const { answer, waited } = await exchange(port,
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id":1,"name":"`, 'a')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
@@ -80,14 +72,14 @@ t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answe
 })
 
 t.test('the default HEADERS_TIMEOUT (10 s) acts within 11 s, not at Node\'s 30 s check', { timeout: 30_000 }, async (t) => {
-  const { port } = await listeningWith(t, {})
+  const { port } = await listening(t)
   const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
   t.ok(waited >= 9950 && waited < 11_000, `after ${waited} ms`)
 })
 
 t.test('CONNECTION_TIMEOUT=1000: a request that has begun and then goes silent is answered 408, nothing stored', async (t) => {
-  const { port, store } = await listeningWith(t, { CONNECTION_TIMEOUT: '1000', HEADERS_TIMEOUT: '20000' })
+  const { port, store } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000', HEADERS_TIMEOUT: '20000' }))
   const headers = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
   t.match(headers.answer, TIMED_OUT, 'headers begun: a 408 in the Error shape')
   t.ok(headers.waited >= 950 && headers.waited < 1500, `after ${headers.waited} ms`)
@@ -99,14 +91,14 @@ t.test('CONNECTION_TIMEOUT=1000: a request that has begun and then goes silent i
 })
 
 t.test('CONNECTION_TIMEOUT=1000: a silent connection is closed without a word', async (t) => {
-  const { port } = await listeningWith(t, { CONNECTION_TIMEOUT: '1000' })
+  const { port } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000' }))
   const silent = await exchange(port, '')
   t.equal(silent.answer, '', 'nothing sent on a connection that said nothing')
   t.ok(silent.waited >= 950 && silent.waited < 1500, `closed after ${silent.waited} ms`)
 })
 
 t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed without another word', async (t) => {
-  const { port } = await listeningWith(t, { KEEP_ALIVE_TIMEOUT: '1000' })
+  const { port } = await listening(t, {}, settingsFrom({ KEEP_ALIVE_TIMEOUT: '1000' }))
   const idle = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
   // Node keeps the connection a second longer than it tells the client, so that the client closes first.
   t.match(idle.answer, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/, 'only the answer to its request')

@@ -42,7 +42,7 @@ t.test('the logger hides a request\'s query string and Authorization header, whe
   t.notMatch(JSON.stringify(lines), /secret/)
 })
 
-// Wherever in the URL past its plain path a client puts a token (issue 15.7): every way to begin a
+// Wherever in the URL past its plain path a client puts a token: every way to begin a
 // parameter, and the percent-escapes that spell those characters, once or twice encoded.
 const PLACEMENTS = [
   '/plants?access_token=SECRET', '/plants%3Faccess_token=SECRET', '/plants%3faccess_token=SECRET', '/plants%253Faccess_token=SECRET',

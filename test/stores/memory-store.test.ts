@@ -3,12 +3,11 @@ import t from 'tap'
 import { createMemoryStore } from '../../stores/memory.js'
 import { SortedIds } from '../../stores/sorted-ids.js'
 import type { PlantStore } from '../../stores/types.js'
+import { median } from '../helpers/time.js'
 
 const FILLED = 400_000
 const ROUNDS = 7
 const PER_ROUND = 3_000
-
-const median = (values: number[]) => values.toSorted((a, b) => a - b)[values.length >> 1]
 
 /** Creates per second of `PER_ROUND` new ids from `first`, each `step` from the one before. */
 async function createsPerSecond (store: PlantStore, first: bigint, step: bigint): Promise<number> {

@@ -6,6 +6,7 @@ import { openPostgresStore } from '../../stores/postgres.js'
 import type { PlantStore } from '../../stores/types.js'
 import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
+import { assertUnavailable } from '../helpers/load.js'
 import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
 
 // Each fault is made as it happens on a real server, to a database of the test's own; what a
@@ -13,8 +14,6 @@ import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../help
 // without a restart, and /readyz 503 whenever plant requests fail for the store's sake.
 
 const pgSkip = await postgresSkip()
-
-const UNAVAILABLE = { error: 503, message: 'The plant store is unavailable, try again later' }
 
 interface Setup { app: App, store: PlantStore, url: string, name: string }
 
@@ -35,12 +34,6 @@ const post = (app: App, id: number | string, name = `plant ${id}`) => app.inject
 const get = (app: App, id: number) => app.inject({ url: `/plants/${id}`, headers: AUTH })
 const remove = (app: App, id: number) => app.inject({ method: 'DELETE', url: `/plants/${id}`, headers: AUTH })
 const ready = (app: App) => app.inject({ url: '/readyz' })
-
-type Reply = Awaited<ReturnType<typeof post>>
-
-function assertUnavailable (t: Test, reply: Reply, label: string) {
-  t.strictSame([reply.statusCode, reply.json()], [503, UNAVAILABLE], `${label}: 503, the store is unavailable`)
-}
 
 /** A create, a read of plant 1 and /readyz all answer 503. */
 async function assertDown (t: Test, app: App, create = 'a create') {
@@ -257,7 +250,7 @@ t.test('a column renamed under the service: /readyz 503 while plant requests fai
   const { app, url } = await setUp(t)
   t.equal((await post(app, 1)).statusCode, 200)
   await sqlOn(url, 'ALTER TABLE plants RENAME COLUMN tag TO label')
-  t.equal((await get(app, 1)).statusCode, 503, 'a read answers 503: the table cannot be used until it is fixed (issue 14.3)')
+  t.equal((await get(app, 1)).statusCode, 503, 'a read answers 503: the table cannot be used until it is fixed')
   t.equal((await ready(app)).statusCode, 503, '/readyz says so')
   await sqlOn(url, 'ALTER TABLE plants RENAME COLUMN label TO tag')
   t.equal((await ready(app)).statusCode, 200)

@@ -1,6 +1,6 @@
 /**
- * 409 means "the id was taken before this request", whatever the table has become (issue 14.3),
- * and the plugin never takes over a table that is not its own (issue 17.3). The class: the table
+ * 409 means "the id was taken before this request", whatever the table has become,
+ * and the plugin never takes over a table that is not its own. The class: the table
  * is there, but not the shape the store needs (columns, types, primary key, constraints,
  * privileges). Checked at start (refused, naming plant-store and the option) and whenever an
  * operation fails for a reason that is not the id: then 503 with /readyz 503 and one log line
@@ -87,7 +87,7 @@ for (const member of MEMBERS) {
   })
 }
 
-t.test('a host\'s own plants table: registration refused naming plant-store and the option; the table untouched (issue 17.3)', { skip: pgSkip }, async (t) => {
+t.test('a host\'s own plants table: registration refused naming plant-store and the option; the table untouched', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   await sqlOn(url, 'CREATE TABLE plants (sku text PRIMARY KEY, price numeric)')
   await sqlOn(url, "INSERT INTO plants VALUES ('fern-1', 9.5)")
@@ -100,7 +100,7 @@ t.test('a host\'s own plants table: registration refused naming plant-store and 
   t.strictSame(await sqlOn(url, 'SELECT id::text, name FROM garden_plants'), [{ id: '1', name: 'plant 1' }])
 })
 
-t.test('postgres.schema: the table goes in a schema of its own; nothing is written in public (issue 17.3)', { skip: pgSkip }, async (t) => {
+t.test('postgres.schema: the table goes in a schema of its own; nothing is written in public', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   const { app } = await serve(t, url, { postgres: { schema: 'plant_store' } })
   t.equal((await post(app, 1)).statusCode, 200)

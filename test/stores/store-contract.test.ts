@@ -71,7 +71,7 @@ const KINDS: StoreKind[] = [
     }
   },
   {
-    // A host's own pg.Pool, which the store uses and leaves open (issue 17.4).
+    // A host's own pg.Pool, which the store uses and leaves open.
     name: 'postgres on a shared pool',
     skip: pgSkip,
     open: async (t) => openPostgresStore(sharedPool(t, await freshDatabase(t))),
@@ -254,12 +254,12 @@ t.test('postgres only', { skip: pgSkip }, async (t) => {
     const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore(url)))
     for (const store of stores) closing(t, store)
     t.strictSame(await sqlOn(url, "SELECT to_regclass('plants') IS NOT NULL AS plants, to_regclass('plant_store_schema') IS NULL AS no_other_table"),
-      [{ plants: true, no_other_table: true }], 'one table, plants, and nothing else of the store\'s (issue 17.3)')
+      [{ plants: true, no_other_table: true }], 'one table, plants, and nothing else of the store\'s')
     await stores[0].create({ id: 1n, name: 'fern' })
     for (const store of stores) t.strictSame(await store.get(1n), { name: 'fern' })
   })
 
-  t.test('on a shared pool: close leaves the pool open, and the host\'s int8 stays pg\'s (issue 17.4)', async (t) => {
+  t.test('on a shared pool: close leaves the pool open, and the host\'s int8 stays pg\'s', async (t) => {
     const pool = sharedPool(t, await freshDatabase(t))
     const store = await openPostgresStore(pool, { poolSize: 1 })
     await store.create({ id: 9007199254740993n, name: 'fern' })
@@ -270,7 +270,7 @@ t.test('postgres only', { skip: pgSkip }, async (t) => {
       'the host\'s own queries still get int8 as pg gives it (a string): the store changed no parser of the pool')
   })
 
-  t.test('the plugin on a host\'s pool: its PostgreSQL store, closed with the app, the pool left open (issue 17.4)', async (t) => {
+  t.test('the plugin on a host\'s pool: its PostgreSQL store, closed with the app, the pool left open', async (t) => {
     const pool = sharedPool(t, await freshDatabase(t))
     const app = Fastify()
     await app.register(plantStore, { tokens: ['host-token'], store: pool, postgres: { table: 'garden_plants' } })

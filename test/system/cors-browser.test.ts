@@ -22,7 +22,7 @@ t.test('CORS_ORIGINS is a list of origins, none by default', async (t) => {
   t.throws(() => loadConfig({ CORS_ORIGINS: '*' }), ConfigError)
 })
 
-t.test('a page on another origin calls the API in Chromium when its origin is listed, and only then (issue 15.9)', {
+t.test('a page on another origin calls the API in Chromium when its origin is listed, and only then', {
   skip: skipWithoutChromium(t),
   timeout: 3 * BROWSER_TIMEOUT
 }, async (t) => {

@@ -1,6 +1,6 @@
 /**
  * SIGUSR1 makes Node open its inspector on 127.0.0.1:9229, through which any local user could read
- * the process's memory and its tokens (issue 14.5): the service hears it, and SIGUSR2, and only logs.
+ * the process's memory and its tokens: the service hears it, and SIGUSR2, and only logs.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'

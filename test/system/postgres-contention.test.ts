@@ -6,6 +6,7 @@ import { openPostgresStore } from '../../stores/postgres.js'
 import { isErrorShaped, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
 import { connect as connectTo, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
+import { median } from '../helpers/time.js'
 
 const pgSkip = await postgresSkip()
 
@@ -42,8 +43,6 @@ async function burst (server: ServerProcess, ids: number[], name: string): Promi
 
 const neither200Nor409 = (answers: Answer[]) =>
   answers.filter((answer) => answer.status !== 200 && !isErrorShaped(answer, 409))
-
-const median = (values: number[]) => values.toSorted((a, b) => a - b)[values.length >> 1] ?? NaN
 
 t.test('two instances creating the same ids in opposite orders: each id 200 once, 409 otherwise, nothing else', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)

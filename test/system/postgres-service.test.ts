@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import {
-  assertCreatesSurviveSigkill, isErrorShaped, isStoreUnavailable, listedIds, NO_LOAD_SHEDDING, plantBody, send,
+  assertCreatesSurviveSigkill, assertUnavailable, isErrorShaped, isStoreUnavailable, listedIds, NO_LOAD_SHEDDING, plantBody, send,
   type Answer
 } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
@@ -18,10 +18,6 @@ const request = (server: ServerProcess, method: string, path: string, body?: str
 
 const create = (server: ServerProcess, id: string, name: string, tag?: string) =>
   request(server, 'POST', '/plants', plantBody(id, name, tag))
-
-function assertUnavailable (t: Test, answer: Answer, label: string) {
-  t.ok(isStoreUnavailable(answer), `${label}: 503 Error-shaped, the store is unavailable`, { found: answer })
-}
 
 const isAlive = (server: ServerProcess) => server.child.exitCode === null && server.child.signalCode === null
 

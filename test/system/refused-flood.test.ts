@@ -1,5 +1,5 @@
 /**
- * A flood that needs no token (issue 15.1), against a real server process: each flood socket sends
+ * A flood that needs no token, against a real server process: each flood socket sends
  * a request that cannot succeed (an unknown route, no token, a wrong token) announcing a large body,
  * then drips one byte of it now and then, and reconnects when closed. Such a request is answered at
  * once and its connection let go, so fresh legitimate requests keep being answered.

@@ -9,6 +9,7 @@ import {
   exitWithin, idleConnection, linesOf, rawRequest, slowPost, spawnServer, startServer, START_TIMEOUT, type Exit, type LogLine,
   type ServerProcess
 } from '../helpers/server-process.js'
+import { settlesWithin } from '../helpers/time.js'
 
 const TOKEN = 'test-token-server-process'
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
@@ -24,17 +25,6 @@ async function createPlant (url: string, token: string, id: string, name: string
     headers: { ...json, ...bearer(token) },
     body: `{"id":${id},"name":${JSON.stringify(name)}}`
   })
-}
-
-/** Whether a promise settles within `ms` milliseconds (the timer does not outlive the answer). */
-async function settlesWithin (promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<false>((resolve) => { timer = setTimeout(() => resolve(false), ms) })
-  try {
-    return await Promise.race([promise.then(() => true, () => true), late])
-  } finally {
-    clearTimeout(timer)
-  }
 }
 
 /** SIGTERM, then the exit, which must come soon and be clean. */

@@ -1,6 +1,6 @@
 /**
- * The SQLite store notices when any of its files is not the one it opened (issue 14.1), and a
- * database moved in over its own is never damaged by what it leaves behind (issue 14.2). Real
+ * The SQLite store notices when any of its files is not the one it opened, and a
+ * database moved in over its own is never damaged by what it leaves behind. Real
  * files, a real server process, real signals.
  */
 import { copyFileSync, mkdirSync, renameSync, rmSync } from 'node:fs'

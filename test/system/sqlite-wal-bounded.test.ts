@@ -1,5 +1,5 @@
 /**
- * The SQLite write-ahead log stays bounded (issue 14.4): while another process holds a read
+ * The SQLite write-ahead log stays bounded: while another process holds a read
  * snapshot it cannot start over and grows; once that reader lets go, the service checkpoints and
  * truncates it without waiting for more writes, and /metrics reports its size throughout.
  */

@@ -7,7 +7,7 @@ import { BROWSER_TIMEOUT, launchChromium, skipWithoutChromium } from '../helpers
 // a user types it, reached over plain HTTP with no TLS proxy in front.
 const HOST_NAME = 'plants.example'
 
-t.test('Swagger UI renders its operations over plain HTTP through a host name other than localhost (issue 15.8)', {
+t.test('Swagger UI renders its operations over plain HTTP through a host name other than localhost', {
   skip: skipWithoutChromium(t),
   timeout: 3 * BROWSER_TIMEOUT
 }, async (t) => {
