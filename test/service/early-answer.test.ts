@@ -41,7 +41,7 @@ t.test('a request refused while its body trickles in gets one answer, with Conne
 })
 
 t.test('a refused request whose whole body came with its headers keeps its connection', async (t) => {
-  const { port } = await listening(t)
+  const { port } = await listening(t, {}, settingsFrom({}))
   const socket = connect(port, '127.0.0.1')
   let answer = ''
   socket.setEncoding('utf8')
@@ -54,7 +54,7 @@ t.test('a refused request whose whole body came with its headers keeps its conne
 })
 
 t.test('a large body sent at full speed with a wrong token still gets its 401, not a reset connection', async (t) => {
-  const { port } = await listening(t)
+  const { port } = await listening(t, {}, settingsFrom({}))
   const big = `{"id":1,"name":"${'a'.repeat(1_000_000)}"}`
   for (let attempt = 0; attempt < 3; attempt++) {
     const response = await fetch(`http://127.0.0.1:${port}/plants`, {
@@ -96,7 +96,7 @@ t.test('BODY_MIN_RATE: a body slower than it, once BODY_RATE_GRACE has passed, i
 })
 
 t.test('a transfer coding other than chunked is 501 in the Error shape, nothing stored', async (t) => {
-  const { port, store } = await listening(t)
+  const { port, store } = await listening(t, {}, settingsFrom({}))
   const url = `http://127.0.0.1:${port}`
   const body = '{"id":1,"name":"coded"}'
   const chunked = `${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`

@@ -19,7 +19,7 @@ const OWN_FIELDS = 5
 const fillers = (count: number) => Array.from({ length: count }, () => 'x:1')
 
 t.test(`at the boundary: ${DEFAULT_MAX_HEADERS_COUNT} header fields are read, one more is 431 in the Error shape`, async (t) => {
-  const { url, store } = await listening(t)
+  const { url, store } = await listening(t, {}, settingsFrom({}))
   const post = (fields: number, id: number, last: string[] = []) => rawRequest(url,
     ['POST /plants HTTP/1.1', 'Host: x', VALID, 'Content-Type: application/json', ...fillers(fields - OWN_FIELDS - last.length), ...last], body(id))
   t.equal((await post(DEFAULT_MAX_HEADERS_COUNT, 1)).status, 200, `${DEFAULT_MAX_HEADERS_COUNT} fields: stored`)

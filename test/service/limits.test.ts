@@ -53,40 +53,42 @@ t.test('without a rate limit configured, there is none', async (t) => {
   for (let id = 0; id < 50; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200)
 })
 
+// Each timeout must act no sooner than its setting and long before the next mechanism that could
+// close the connection (the 30 s to 72 s defaults), with seconds of slack for a loaded machine.
 const TIMED_OUT = /^HTTP\/1\.1 408 [^]*\r\n\r\n\{"error":408,"message":"Request timed out"\}$/
 
-t.test('HEADERS_TIMEOUT=1000: headers still incomplete after a second are answered 408 within ~1.5 s', async (t) => {
+t.test('HEADERS_TIMEOUT=1000: headers still incomplete after a second are answered 408 within a few seconds', async (t) => {
   const { port } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000' }))
   const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 950 && waited < 1500, `after ${waited} ms`)
+  t.ok(waited >= 950 && waited < 4000, `after ${waited} ms`)
 })
 
-t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answered 408 within ~2.5 s, nothing stored', async (t) => {
+t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answered 408 within a few seconds, nothing stored', async (t) => {
   const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000' }))
   const { answer, waited } = await exchange(port,
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id":1,"name":"`, 'a')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 1950 && waited < 2500, `after ${waited} ms`)
+  t.ok(waited >= 1950 && waited < 6000, `after ${waited} ms`)
   t.same(await storedPlants(store), [])
 })
 
-t.test('the default HEADERS_TIMEOUT (10 s) acts within 11 s, not at Node\'s 30 s check', { timeout: 30_000 }, async (t) => {
-  const { port } = await listening(t)
+t.test('the default HEADERS_TIMEOUT (10 s) acts within 20 s, not at Node\'s 30 s check', { timeout: 60_000 }, async (t) => {
+  const { port } = await listening(t, {}, settingsFrom({}))
   const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
   t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 9950 && waited < 11_000, `after ${waited} ms`)
+  t.ok(waited >= 9950 && waited < 20_000, `after ${waited} ms`)
 })
 
 t.test('CONNECTION_TIMEOUT=1000: a request that has begun and then goes silent is answered 408, nothing stored', async (t) => {
   const { port, store } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000', HEADERS_TIMEOUT: '20000' }))
   const headers = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
   t.match(headers.answer, TIMED_OUT, 'headers begun: a 408 in the Error shape')
-  t.ok(headers.waited >= 950 && headers.waited < 1500, `after ${headers.waited} ms`)
+  t.ok(headers.waited >= 950 && headers.waited < 4000, `after ${headers.waited} ms`)
   const body = await exchange(port,
     `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id":1,`)
   t.match(body.answer, TIMED_OUT, 'body begun: a 408 in the Error shape')
-  t.ok(body.waited >= 950 && body.waited < 1500, `after ${body.waited} ms`)
+  t.ok(body.waited >= 950 && body.waited < 4000, `after ${body.waited} ms`)
   t.same(await storedPlants(store), [])
 })
 
@@ -94,7 +96,7 @@ t.test('CONNECTION_TIMEOUT=1000: a silent connection is closed without a word', 
   const { port } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000' }))
   const silent = await exchange(port, '')
   t.equal(silent.answer, '', 'nothing sent on a connection that said nothing')
-  t.ok(silent.waited >= 950 && silent.waited < 1500, `closed after ${silent.waited} ms`)
+  t.ok(silent.waited >= 950 && silent.waited < 4000, `closed after ${silent.waited} ms`)
 })
 
 t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed without another word', async (t) => {
@@ -102,7 +104,7 @@ t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed wi
   const idle = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
   // Node keeps the connection a second longer than it tells the client, so that the client closes first.
   t.match(idle.answer, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/, 'only the answer to its request')
-  t.ok(idle.waited >= 950 && idle.waited < 2500, `closed after ${idle.waited} ms`)
+  t.ok(idle.waited >= 950 && idle.waited < 5000, `closed after ${idle.waited} ms`)
 })
 
 t.test('the connection limits follow the settings', async (t) => {

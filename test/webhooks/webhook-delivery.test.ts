@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { AUTH, build, createPlant, JSON_TYPE, type App } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
+import { median } from '../helpers/time.js'
 import { eventually, newSecret, verifyDelivery, webhooksFor } from '../helpers/webhooks.js'
 import { parseExactJson } from '../../client/exact-json.js'
 import { createMemoryStore } from '../../stores/memory.js'
@@ -12,6 +13,19 @@ const INT64_MIN = -(2n ** 63n)
 const admin = async (app: App, method: 'GET' | 'POST', url: string, payload?: object) => {
   const reply = await app.inject({ method, url, headers: { ...AUTH, ...(payload && JSON_TYPE) }, ...(payload && { payload: JSON.stringify(payload) }) })
   return { status: reply.statusCode, text: reply.body, body: reply.body === '' ? undefined : parseExactJson(reply.body) as any }
+}
+
+/**
+ * The first event's deliveries once `done` holds for them, read through the admin route until it
+ * does or `ms` pass (generous: a loaded machine slows the worker, not what it does): the last read.
+ */
+async function deliveriesWhen (app: App, done: (deliveries: any[]) => boolean, ms = 20_000): Promise<any[]> {
+  const end = Date.now() + ms
+  for (;;) {
+    const deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0]?.deliveries ?? []
+    if (done(deliveries) || Date.now() > end) return deliveries
+    await sleep(20)
+  }
 }
 
 t.test('each create is POSTed once, signed so that standardwebhooks and svix verify it, the body exact', async (t) => {
@@ -72,17 +86,18 @@ t.test('500 then 200: attempts at the scheduled gaps, then none', async (t) => {
   const receiver = await startReceiver(t, (response, _received, index) => { response.statusCode = index < 2 ? 500 : 200; response.end() })
   const { app } = await build(t, { webhooks: webhooksFor([{ url: receiver.url, secret }], { retrySchedule: [300, 600, 900] }) })
   t.equal((await createPlant(app, '{"id":5,"name":"a"}')).statusCode, 200)
-  t.ok(await eventually(() => receiver.received.length === 3, 5000), 'three attempts')
+  t.ok(await eventually(() => receiver.received.length === 3, 20_000), 'three attempts')
   await sleep(1500)
   t.equal(receiver.received.length, 3, 'none after the success')
   const [first, second, third] = receiver.received.map(({ at }) => at)
-  // The schedule ±20 %, plus up to a poll (1 s) when the attempt falls due between two.
-  t.ok(second - first >= 240 && second - first <= 1500, `first gap ${second - first} ms (schedule 300)`)
-  t.ok(third - second >= 480 && third - second <= 1800, `second gap ${third - second} ms (schedule 600)`)
+  // The schedule -20 % at the soonest; at the latest +20 %, plus up to a poll (1 s) when the attempt
+  // falls due between two, plus slack for a loaded machine.
+  t.ok(second - first >= 240 && second - first <= 4000, `first gap ${second - first} ms (schedule 300)`)
+  t.ok(third - second >= 480 && third - second <= 4500, `second gap ${third - second} ms (schedule 600)`)
   const ids = new Set(receiver.received.map(({ headers }) => headers['webhook-id']))
   t.equal(ids.size, 1, 'the same webhook-id on every attempt')
   const stamps = receiver.received.map(({ headers }) => Number(headers['webhook-timestamp']))
-  t.ok(stamps.every((stamp, index) => Math.abs(stamp * 1000 - receiver.received[index].at) < 1500), 'each attempt signs its own time')
+  t.ok(stamps.every((stamp, index) => Math.abs(stamp * 1000 - receiver.received[index].at) < 5000), 'each attempt signs its own time')
   for (const { headers, body } of receiver.received) t.doesNotThrow(() => verifyDelivery(secret, headers, body))
   const { body: [event] } = await admin(app, 'GET', '/webhooks/events')
   t.match(event.deliveries[0], { endpoint: 'e0', state: 'delivered', attempts: 3 })
@@ -96,13 +111,9 @@ t.test('always 500: a dead letter after the last attempt, listed, redelivered on
   const { app } = await build(t, { webhooks: webhooksFor([{ url: receiver.url, secret }], { retrySchedule: [100, 100] }) })
   t.equal((await createPlant(app, '{"id":6,"name":"a"}')).statusCode, 200)
   t.ok(await eventually(() => receiver.received.length === 3), '3 attempts: the first and one per wait')
-  let event: any
-  for (let tries = 0; tries < 50; tries++) {
-    event = (await admin(app, 'GET', '/webhooks/events')).body[0]
-    if (event.deliveries[0].state === 'failed') break
-    await sleep(50)
-  }
-  t.match(event.deliveries[0], { state: 'failed', attempts: 3 }, 'a dead letter')
+  const [failed] = await deliveriesWhen(app, ([delivery]) => delivery?.state === 'failed')
+  t.match(failed, { state: 'failed', attempts: 3 }, 'a dead letter')
+  const { body: [event] } = await admin(app, 'GET', '/webhooks/events')
   const endpoints = await admin(app, 'GET', '/webhooks/endpoints')
   t.match(endpoints.body, [{ name: 'e0', host: `127.0.0.1:${receiver.port}`, enabled: true, failed: 1, pending: 0 }])
   t.notMatch(endpoints.text, /whsec_|\/hook/, 'no secret, and of the URL only its host')
@@ -147,11 +158,7 @@ t.test('a 503 with Retry-After: the next attempt waits at least 60 s, and the Re
   const before = Date.now()
   t.equal((await createPlant(app, '{"id":9,"name":"a"}')).statusCode, 200)
   t.ok(await eventually(() => receiver.received.length === 2))
-  let deliveries: any[] = []
-  for (let tries = 0; tries < 50 && !(deliveries.length === 2 && deliveries.every((delivery) => delivery.history.length === 1)); tries++) {
-    deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
-    await sleep(50)
-  }
+  const deliveries = await deliveriesWhen(app, (deliveries) => deliveries.length === 2 && deliveries.every((delivery) => delivery.history.length === 1))
   const waits = deliveries.map((delivery) => Date.parse(delivery.dueAt) - before).sort((a, b) => a - b)
   t.ok(waits[0] >= 59_000 && waits[0] < 120_000, `a 503 without Retry-After: ${waits[0]} ms`)
   t.ok(waits[1] >= 599_000, `a 429 with Retry-After: 600: ${waits[1]} ms`)
@@ -161,7 +168,7 @@ t.test('a receiver that never answers delays neither another endpoint nor the cr
   const secret = newSecret()
   const silent = await startReceiver(t, () => {})
   const healthy = await startReceiver(t)
-  const { app } = await build(t, { webhooks: webhooksFor([{ url: silent.url, secret }, { url: healthy.url, secret }], { timeout: 3000 }) })
+  const { app } = await build(t, { webhooks: webhooksFor([{ url: silent.url, secret }, { url: healthy.url, secret }], { timeout: 10_000 }) })
   const warnings: Error[] = []
   const onWarning = (warning: Error) => warnings.push(warning)
   process.on('warning', onWarning)
@@ -171,12 +178,12 @@ t.test('a receiver that never answers delays neither another endpoint nor the cr
     const start = performance.now()
     t.equal((await createPlant(app, `{"id":${id},"name":"a"}`)).statusCode, 200)
     latencies.push(performance.now() - start)
-    const arrived = await eventually(() => healthy.received.length === id, 1000)
-    if (!arrived) t.fail(`event ${id} did not reach the healthy endpoint within 1 s`)
+    // Held behind the silent endpoint, it would wait for that attempt's timeout (10 s).
+    const arrived = await eventually(() => healthy.received.length === id, 5000)
+    if (!arrived) t.fail(`event ${id} did not reach the healthy endpoint within 5 s`)
   }
-  t.pass('each event reached the healthy endpoint within a second')
-  latencies.sort((a, b) => a - b)
-  t.ok(latencies[Math.floor(latencies.length / 2)] < 20, `create latency median ${latencies[20].toFixed(1)} ms`)
+  t.pass('each event reached the healthy endpoint well within the silent one\'s timeout')
+  t.ok(median(latencies) < 2000, `create latency median ${median(latencies).toFixed(1)} ms, far below that timeout`)
   t.ok(silent.received.length >= 16, `the silent endpoint holds ${silent.received.length} attempts open`)
   t.same(warnings.map(({ name }) => name), [], 'no process warning (16 attempts in flight listen to one abort signal)')
 })
@@ -203,17 +210,18 @@ t.test('metrics: events by type equal plants created; attempts by endpoint and o
 t.test('closing: an attempt in flight finishes within drainTimeout; one cut off is handed back, not counted', async (t) => {
   const secret = newSecret()
   const dir = t.testdir({})
-  for (const [drainTimeout, answerAfter, expected] of [[2000, 300, { state: 'delivered', attempts: 1 }], [100, 3000, { state: 'pending', attempts: 0 }]] as const) {
+  for (const [drainTimeout, answerAfter, expected] of [[2000, 300, { state: 'delivered', attempts: 1 }], [100, 10_000, { state: 'pending', attempts: 0 }]] as const) {
     const file = `sqlite:${dir}/drain-${drainTimeout}.db`
     const slow = await startReceiver(t, (response) => { setTimeout(() => response.end(), answerAfter) })
-    const webhooks = webhooksFor([{ url: slow.url, secret }], { drainTimeout, timeout: 5000 })
+    const webhooks = webhooksFor([{ url: slow.url, secret }], { drainTimeout, timeout: 15_000 })
     const { app } = await build(t, { store: file, webhooks })
     await createPlant(app, '{"id":1,"name":"a"}')
     t.ok(await eventually(() => slow.received.length === 1))
     const start = performance.now()
     await app.close()
     const took = performance.now() - start
-    t.ok(took < drainTimeout + 1000, `closed in ${Math.round(took)} ms (drainTimeout ${drainTimeout})`)
+    // Slack for a loaded machine, yet far short of the 10 s answer that a close ignoring drainTimeout would wait for.
+    t.ok(took < drainTimeout + 3000, `closed in ${Math.round(took)} ms (drainTimeout ${drainTimeout})`)
     // Looked at again with another endpoint configured, so that e0's delivery is not claimed meanwhile.
     const { app: again } = await build(t, { store: file, webhooks: webhooksFor([{ name: 'viewer', url: 'http://127.0.0.1:9/', secret }]) })
     t.same((await admin(again, 'GET', '/webhooks/endpoints')).body.map(({ name }: { name: string }) => name), ['viewer'],
@@ -231,10 +239,9 @@ t.test('an endpoint with no success for disableAfter is disabled, saying since w
   const { app } = await build(t, { webhooks: webhooksFor([{ url: receiver.url, secret }], { retrySchedule: Array(20).fill(100), disableAfter: 400 }) })
   t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
   let endpoint: any
-  for (let tries = 0; tries < 100; tries++) {
+  for (const end = Date.now() + 20_000; Date.now() < end; await sleep(50)) {
     [endpoint] = (await admin(app, 'GET', '/webhooks/endpoints')).body
     if (!endpoint.enabled) break
-    await sleep(50)
   }
   t.match(endpoint, { enabled: false, disabledReason: /^no successful delivery since \d{4}-/, pending: 1 })
   const attempts = receiver.received.length
@@ -249,12 +256,8 @@ t.test('SSRF: an endpoint on loopback without the allow-list is blocked; nothing
   const webhooks = webhooksFor([{ url: receiver.url, secret }, { url: `http://localhost:${receiver.port}/hook`, secret }], { allowedNetworks: [] })
   const { app } = await build(t, { webhooks })
   t.equal((await createPlant(app, '{"id":1,"name":"a"}')).statusCode, 200)
-  let deliveries: any[] = []
-  for (let tries = 0; tries < 100 && !(deliveries.length === 2 && deliveries.every(({ history }) => history.length > 0)); tries++) {
-    deliveries = (await admin(app, 'GET', '/webhooks/events')).body[0].deliveries
-    await sleep(20)
-  }
-  t.same(deliveries.map(({ history }) => history[0].outcome), ['blocked', 'blocked'])
+  const deliveries = await deliveriesWhen(app, (deliveries) => deliveries.length === 2 && deliveries.every(({ history }) => history.length > 0))
+  t.same(deliveries.map(({ history }) => history[0]?.outcome), ['blocked', 'blocked'])
   t.equal(receiver.connections(), 0, 'the listener saw no connection')
   t.match((await app.inject({ url: '/metrics' })).body, /plant_store_webhook_attempts_total\{endpoint="e0",outcome="blocked"\} 1\b/)
 })
