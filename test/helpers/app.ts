@@ -1,9 +1,10 @@
+import type { AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import type { InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import type { PlantStore } from '../../stores/types.js'
-import { appOptions, buildApp, type ServerOptions } from '../../service/app.js'
+import { appOptions, buildApp, connectionOptions, type ServerOptions } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
 import type { PlantStoreOptions } from '../../src/plugin.js'
 
@@ -14,8 +15,15 @@ export const JSON_TYPE = { 'content-type': 'application/json' }
 
 export type App = Awaited<ReturnType<typeof buildApp>>
 
-/** The options the server derives from an environment without settings. */
-export const DEFAULT_OPTIONS = appOptions(loadConfig({}), [TOKEN, OTHER_TOKEN])
+/**
+ * The options the server derives from an environment without settings, but with load shedding
+ * off: a loaded machine stalls a test's event loop past the default limit and a request meant to
+ * reach a route gets "overloaded" 503 instead. Tests of load shedding set `pressure` themselves.
+ */
+export const DEFAULT_OPTIONS = appOptions(loadConfig({ PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }), [TOKEN, OTHER_TOKEN])
+
+/** The connection settings the server derives from these environment variables. */
+export const settingsFrom = (env: Record<string, string>): ServerOptions => connectionOptions(loadConfig(env))
 
 /** The real app, as the server builds it, on a memory store the test can look into. */
 export async function build (t: Test, options: Partial<PlantStoreOptions> = {}, serverOptions: ServerOptions = {}) {
@@ -23,6 +31,22 @@ export async function build (t: Test, options: Partial<PlantStoreOptions> = {}, 
   const app = await buildApp({ ...DEFAULT_OPTIONS, store, ...options }, serverOptions)
   t.teardown(() => app.close())
   return { app, store }
+}
+
+/** The app `build` makes, listening on a loopback port: its port, URL and the store it uses. */
+export async function listening (t: Test, options: Partial<PlantStoreOptions> & { store?: PlantStore } = {}, serverOptions: ServerOptions = {}) {
+  const built = await build(t, options, serverOptions)
+  await built.app.listen({ host: '127.0.0.1', port: 0 })
+  const port = (built.app.server.address() as AddressInfo).port
+  return { app: built.app, store: options.store ?? built.store, port, url: `http://127.0.0.1:${port}` }
+}
+
+type StoreOperation = 'create' | 'get' | 'list' | 'delete' | 'ping'
+
+/** A memory store whose `operations` (all of them unless told) throw what `failure()` returns. */
+export function failingStore (failure: () => unknown, operations: StoreOperation[] = ['create', 'get', 'list', 'delete', 'ping']): PlantStore {
+  const fail = async () => { throw failure() }
+  return { ...createMemoryStore(), ...Object.fromEntries(operations.map((operation) => [operation, fail])) }
 }
 
 /** POST /plants with a valid token; `payload` is sent as given (a string keeps big ids exact). */

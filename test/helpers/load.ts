@@ -28,7 +28,7 @@ export async function send (url: string, token: string, method: string, path: st
 }
 
 /** The answer has `status` and the body `{ error: status, message: <non-empty string> }`, nothing else. */
-export function isErrorShaped ({ status, text }: Answer, expected: number): boolean {
+export function isErrorShaped ({ status, text }: Pick<Answer, 'status' | 'text'>, expected: number): boolean {
   try {
     const body = JSON.parse(text) as Record<string, unknown>
     return status === expected && Object.keys(body).sort().join() === 'error,message' &&
@@ -39,9 +39,15 @@ export function isErrorShaped ({ status, text }: Answer, expected: number): bool
 }
 
 /** A 503 Error saying that the store is unavailable (not, say, that the service is overloaded). */
-export function isStoreUnavailable (answer: Answer): boolean {
+export function isStoreUnavailable (answer: Pick<Answer, 'status' | 'text'>): boolean {
   return isErrorShaped(answer, 503) &&
     (JSON.parse(answer.text) as { message: string }).message === new StoreUnavailableError().message
+}
+
+/** Asserts that an answer (or an inject() reply) is the 503 Error saying that the store is unavailable. */
+export function assertUnavailable (t: Test, answer: Pick<Answer, 'status' | 'text'> | { statusCode: number, body: string }, label: string) {
+  const found = 'statusCode' in answer ? { status: answer.statusCode, text: answer.body } : answer
+  t.ok(isStoreUnavailable(found), `${label}: 503 Error-shaped, the store is unavailable`, { found })
 }
 
 /**

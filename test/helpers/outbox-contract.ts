@@ -81,7 +81,7 @@ function attempt (delivery: ClaimedDelivery, fields: Partial<AttemptRecord> & Pi
 const retryIn = (ms: number) => ({ state: 'pending', dueAt: new Date(Date.now() + ms) } as const)
 
 /**
- * The outbox of issue 16, as tests, for any store that keeps one (stores/outbox.ts): the memory,
+ * The outbox, as tests, for any store that keeps one (stores/outbox.ts): the memory,
  * SQLite and PostgreSQL stores pass it. Everything goes through the WebhookOutbox interface.
  * One decision it fixes: an event is written only when some configured endpoint subscribes to
  * its type (a delete writes nothing when none asked for plant.deleted).

@@ -26,8 +26,8 @@ export function verifyDelivery (secret: string, headers: IncomingHttpHeaders, bo
   new SvixWebhook(secret).verify(body, plain)
 }
 
-/** Waits until `check` holds, up to `ms`; resolves whether it did. */
-export async function eventually (check: () => boolean, ms = 5000): Promise<boolean> {
+/** Waits until `check` holds, up to `ms` (generous: it returns as soon as it holds); resolves whether it did. */
+export async function eventually (check: () => boolean, ms = 20_000): Promise<boolean> {
   const end = Date.now() + ms
   while (!check()) {
     if (Date.now() > end) return false

@@ -1,0 +1,24 @@
+import t from 'tap'
+import { StoreUnavailableError } from '../../errors/index.js'
+import { createMemoryStore } from '../../stores/memory/store.js'
+import { build, collectLogs, createPlant } from '../helpers/app.js'
+
+const PHRASE = 'The plant store is unavailable, try again later'
+const occurrences = (text: string) => text.split(PHRASE).length - 1
+
+t.test('a 503 warning says "unavailable" once, then why', async (t) => {
+  for (const [label, failure] of [
+    ['a store error with a cause', new StoreUnavailableError({ cause: new Error('the disk is gone') })],
+    ['a store error without one', new StoreUnavailableError()]
+  ] as const) {
+    const { lines, logger } = collectLogs('warn')
+    const store = { ...createMemoryStore(), create: async () => { throw failure }, ping: async () => { throw failure } }
+    const { app } = await build(t, { store }, { logger })
+    t.equal((await createPlant(app, { id: 1, name: 'fern' })).statusCode, 503, `${label}: a create answers 503`)
+    t.equal((await app.inject('/readyz')).statusCode, 503, `${label}: /readyz answers 503`)
+    const messages = lines.filter(({ level }) => level === 40).map(({ err }) => (err as { message: string }).message)
+    t.equal(messages.length, 2, `${label}: one warning each`)
+    for (const message of messages) t.equal(occurrences(message), 1, `${label}: "${message}"`)
+    if (failure.cause) t.ok(messages.every((message) => message.endsWith(': the disk is gone')), `${label}: the cause follows`)
+  }
+})

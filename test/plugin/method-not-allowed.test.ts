@@ -1,0 +1,84 @@
+import Fastify from 'fastify'
+import t from 'tap'
+import { METHOD_NOT_ALLOWED } from '../../plugins/method-not-allowed.js'
+import plantStore from '../../src/plugin.js'
+import { AUTH, build, TOKEN } from '../helpers/app.js'
+
+const refused = { error: 405, message: METHOD_NOT_ALLOWED }
+
+t.test('the service answers a method a known path lacks 405 with Allow, in the Error shape, before reading the body', async (t) => {
+  const { app } = await build(t)
+  for (const [method, url, allow] of [
+    ['PUT', '/plants', 'GET, HEAD, POST'],
+    ['PATCH', '/plants/1', 'DELETE, GET, HEAD'],
+    ['POST', '/plants/9223372036854775807', 'DELETE, GET, HEAD'],
+    ['DELETE', '/plants', 'GET, HEAD, POST'],
+    ['TRACE', '/plants', 'GET, HEAD, POST'],
+    ['OPTIONS', '/plants/1', 'DELETE, GET, HEAD'],
+    ['POST', '/healthz', 'GET, HEAD'],
+    ['DELETE', '/readyz', 'GET, HEAD'],
+    ['PUT', '/metrics', 'GET, HEAD'],
+    ['POST', '/documentation', 'GET, HEAD'],
+    ['DELETE', '/documentation/json', 'GET, HEAD'],
+    ['PUT', '/documentation/static/index.html', 'GET, HEAD']
+  ] as const) {
+    const response = await app.inject({ method, url, headers: { ...AUTH, 'content-type': 'application/json' }, payload: method === 'TRACE' || method === 'OPTIONS' ? undefined : '{not json' })
+    t.equal(response.statusCode, 405, `${method} ${url}`)
+    t.equal(response.headers.allow, allow, `${method} ${url}: Allow`)
+    t.same(response.json(), refused, `${method} ${url}: the Error shape, the body never parsed`)
+  }
+  t.equal((await app.inject({ method: 'HEAD', url: '/plants', headers: AUTH })).statusCode, 200, 'HEAD where GET is: as Fastify answers it')
+  t.equal((await app.inject({ method: 'GET', url: '/plants', headers: AUTH })).statusCode, 200, 'the methods a path has still answer')
+})
+
+t.test('an unknown path, and /plants/ (an empty id), stay 404 whatever the method', async (t) => {
+  const { app } = await build(t)
+  for (const [method, url] of [['PUT', '/nope'], ['PATCH', '/plants/'], ['OPTIONS', '/plants/'], ['PUT', '/documentation/static/'], ['OPTIONS', '/nope']] as const) {
+    const response = await app.inject({ method, url, headers: AUTH })
+    t.equal(response.statusCode, 404, `${method} ${url}`)
+    t.equal(response.headers.allow, undefined, `${method} ${url}: no Allow`)
+    t.same(response.json(), { error: 404, message: 'Route not found' })
+  }
+})
+
+t.test('405s are not in the OpenAPI document', async (t) => {
+  const { app } = await build(t)
+  const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths
+  t.same(Object.keys(paths['/plants']).sort(), ['get', 'post'])
+  t.same(Object.keys(paths['/plants/{id}']).sort(), ['delete', 'get'])
+})
+
+t.test('embedded: the plant paths answer 405 under the plugin\'s prefix; the host\'s routes and not-found handler are its own', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  host.setNotFoundHandler((_request, reply) => reply.code(404).send({ hostNotFound: true }))
+  host.put('/api/plants/:id', async () => ({ hostPut: true }))
+  host.patch('/api/*', async () => ({ hostWildcard: true }))
+  await host.register(plantStore, { prefix: '/api', tokens: [TOKEN], store: 'memory:' })
+  host.get('/other', async () => ({ host: true }))
+  await host.ready()
+  const put = await host.inject({ method: 'PUT', url: '/api/plants', headers: AUTH })
+  t.equal(put.statusCode, 405)
+  t.equal(put.headers.allow, 'GET, HEAD, POST')
+  t.same(put.json(), refused)
+  const post = await host.inject({ method: 'POST', url: '/api/plants/1', headers: AUTH })
+  t.equal(post.statusCode, 405)
+  t.equal(post.headers.allow, 'DELETE, GET, HEAD')
+  t.equal((await host.inject({ method: 'POST', url: '/api/readyz' })).headers.allow, 'GET, HEAD', 'the health paths too')
+  t.same((await host.inject({ method: 'PUT', url: '/api/plants/1' })).json(), { hostPut: true }, 'a method the host routes there stays the host\'s')
+  t.same((await host.inject({ method: 'PATCH', url: '/api/plants/1' })).json(), { hostWildcard: true }, 'and one a wildcard of the host\'s answers')
+  t.same((await host.inject({ method: 'PUT', url: '/api/nope' })).json(), { hostNotFound: true }, 'unknown paths: the host\'s not-found handler')
+  t.same((await host.inject({ method: 'POST', url: '/api/plants/' })).json(), { hostNotFound: true }, 'an empty id: the host\'s not-found handler')
+  t.equal((await host.inject({ method: 'OPTIONS', url: '/api/plants' })).statusCode, 404, 'OPTIONS is left to the host (its CORS)')
+  t.same((await host.inject({ method: 'POST', url: '/other' })).json(), { hostNotFound: true }, 'the host\'s own paths are untouched')
+})
+
+t.test('embedded with notFound: true, a method a route lacks is 405 and an unknown path the plugin\'s 404', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  await host.register(plantStore, { prefix: '/store', tokens: [TOKEN], store: 'memory:', notFound: true })
+  const patch = await host.inject({ method: 'PATCH', url: '/store/plants', headers: AUTH })
+  t.equal(patch.statusCode, 405)
+  t.equal(patch.headers.allow, 'GET, HEAD, POST')
+  t.same((await host.inject({ method: 'PATCH', url: '/store/nope' })).json(), { error: 404, message: 'Route not found' })
+})

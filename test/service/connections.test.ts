@@ -1,0 +1,152 @@
+/**
+ * What the server does with its connections (service/connections.ts), over real sockets: which one
+ * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
+ */
+import { connect, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { createMemoryStore } from '../../stores/memory/store.js'
+import { listening, storedPlants, TOKEN } from '../helpers/app.js'
+import { settlesWithin } from '../helpers/time.js'
+
+const slowBody = '{"id":1,"name":"slow"}'
+// Another plant, of the same length: the same head (Content-Length) serves both.
+const lateBody = '{"id":2,"name":"late"}'
+const SLOW_POST_HEAD = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
+  `Content-Type: application/json\r\nContent-Length: ${slowBody.length}\r\n\r\n`
+
+interface Client { socket: Socket, received: () => string, closed: Promise<void> }
+
+/** A connection that keeps what it receives; `halfOpen` keeps it writable after the server's FIN. */
+async function client (port: number, halfOpen = false): Promise<Client> {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen })
+  let received = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => { received += chunk })
+  socket.on('error', () => {})
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  await new Promise((resolve) => socket.once('connect', resolve))
+  return { socket, received: () => received, closed }
+}
+
+const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
+
+t.test('at the connection limit, the oldest connection that owes nothing makes room; one mid-request is kept', async (t) => {
+  const { port, store } = await listening(t, {}, { maxConnections: 4 })
+  const midRequest = await client(port)
+  midRequest.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
+  await sleep(50)
+  const silent = await client(port)
+  const idle = await client(port)
+  idle.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
+  await sleep(50)
+  const fourth = await client(port)
+  t.ok(await settlesWithin(silent.closed, 1000), 'the fourth connection closed the oldest that owed nothing: the silent one')
+  const fifth = await client(port)
+  t.ok(await settlesWithin(idle.closed, 1000), 'the fifth closed the next: the one idle after its answer')
+  fifth.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await fifth.closed
+  t.same(answers(fifth.received()), [200], 'the newest client is answered')
+
+  midRequest.socket.end(slowBody.slice(5))
+  await midRequest.closed
+  t.same(answers(midRequest.received()), [200], 'the connection mid-request was kept, and its request answered')
+  t.same((await storedPlants(store)).map((plant) => plant.id), [1n])
+  fourth.socket.destroy()
+})
+
+t.test('when every connection owes an answer, a new one is refused', async (t) => {
+  const { port } = await listening(t, {}, { maxConnections: 2 })
+  const busy: Client[] = []
+  for (let index = 0; index < 2; index++) {
+    const connection = await client(port)
+    connection.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
+    await sleep(50)
+    busy.push(connection)
+  }
+  const refused = await client(port)
+  t.ok(await settlesWithin(refused.closed, 1000), 'the third connection is closed at once')
+  t.equal(refused.received(), '', 'without a word')
+  busy[0].socket.end(slowBody.slice(5))
+  await busy[0].closed
+  t.same(answers(busy[0].received()), [200], 'the busy ones are answered')
+  busy[1].socket.destroy()
+})
+
+t.test('at shutdown: the request in flight is answered, one read after it gets 503 and stores nothing', async (t) => {
+  const { app, port, store } = await listening(t)
+  const pipelined = await client(port)
+  pipelined.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
+  await sleep(100)
+  const closing = app.close()
+  await sleep(50)
+  // The rest of the first body, then a second request on the same connection.
+  pipelined.socket.write(slowBody.slice(5) + SLOW_POST_HEAD.replace('Content-Length', 'X-Second: 1\r\nContent-Length') +
+    lateBody)
+  await pipelined.closed
+  await closing
+  const text = pipelined.received()
+  t.same(answers(text), [200, 503], 'the first answered 200, the second 503')
+  t.match(text, /\{"name":"slow"\}[^]*\r\n\r\n\{"error":503,"message":"The service is shutting down, try again later"\}$/)
+  t.same((await storedPlants(store)).map((plant) => plant.id), [1n], 'only the first is stored')
+})
+
+t.test('at shutdown, a connection that has said nothing yet is closed at once, not held until HEADERS_TIMEOUT', async (t) => {
+  const { app, port } = await listening(t, {}, { http: { headersTimeout: 10_000 } })
+  const silent = await client(port)
+  const started = Date.now()
+  await app.close()
+  await silent.closed
+  t.ok(Date.now() - started < 2000, `closed after ${Date.now() - started} ms`)
+  t.equal(silent.received(), '', 'without a word')
+})
+
+t.test('at shutdown, a connection is half-closed after its last answer; what its client sends then is not taken in', async (t) => {
+  const { app, port, store } = await listening(t)
+  const late = await client(port, true)
+  late.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
+  await sleep(100)
+  const closing = app.close()
+  late.socket.write(slowBody.slice(5))
+  await new Promise((resolve) => late.socket.once('end', resolve))
+  const started = Date.now()
+  late.socket.write(SLOW_POST_HEAD + lateBody)
+  await closing
+  t.ok(Date.now() - started < 5000, 'the server let go of the connection within the linger time')
+  late.socket.end()
+  await late.closed
+  t.same(answers(late.received()), [200], 'only the request taken in before was answered')
+  t.same((await storedPlants(store)).map((plant) => plant.id), [1n], 'the late request stored nothing')
+})
+
+t.test('CONNECTION_TIMEOUT does not cut off an answer the service is still working on', async (t) => {
+  const store = createMemoryStore()
+  const slowCreate = store.create.bind(store)
+  store.create = async (plant) => {
+    await sleep(1200)
+    return slowCreate(plant)
+  }
+  const { port } = await listening(t, { store }, { connectionTimeout: 300 })
+  const patient = await client(port)
+  patient.socket.write(SLOW_POST_HEAD.replace('Host: x', 'Host: x\r\nConnection: close') + slowBody)
+  await patient.closed
+  t.same(answers(patient.received()), [200], 'answered 200 after the timeout passed')
+})
+
+t.test('CONNECTION_TIMEOUT closes a connection whose client does not read its answer', async (t) => {
+  const { app, port } = await listening(t, {}, { connectionTimeout: 300 })
+  const reader = await client(port)
+  reader.socket.pause()
+  // Some 15 MB in all, more than the kernel's socket buffers hold: the server is left holding the rest.
+  reader.socket.write('GET /documentation/static/swagger-ui-bundle.js HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(10))
+  const count = () => new Promise<number>((resolve, reject) => app.server.getConnections((error, n) => error ? reject(error) : resolve(n)))
+  await sleep(100)
+  t.equal(await count(), 1, 'the connection is open while the answer is written')
+  let open = 1
+  for (let waited = 0; open > 0 && waited < 3000; waited += 100) {
+    await sleep(100)
+    open = await count()
+  }
+  t.equal(open, 0, 'closed soon after the timeout')
+  reader.socket.destroy()
+})

@@ -1,0 +1,156 @@
+import { existsSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { StoreUnavailableError } from '../../errors/index.js'
+import { openStore } from '../../stores/index.js'
+import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { buildApp } from '../../service/app.js'
+import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
+
+t.test('the file and its folders are created on first start, in WAL mode with fsync on every commit', async (t) => {
+  const file = join(t.testdir(), 'a', 'b', 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  t.ok(existsSync(file))
+  const db = new Database(file, { readonly: true })
+  t.teardown(() => db.close())
+  t.equal(db.pragma('journal_mode', { simple: true }), 'wal')
+  t.equal(db.pragma('user_version', { simple: true }), 1, 'the schema is at its latest version')
+})
+
+t.test('a reopened file keeps its plants and is not migrated twice', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const first = openSqliteStore(file)
+  await first.create({ id: 2n ** 62n + 1n, name: 'kept', tag: 'x' })
+  await first.close()
+  const second = openSqliteStore(file)
+  t.teardown(() => second.close())
+  t.same(await second.get(2n ** 62n + 1n), { name: 'kept', tag: 'x' })
+})
+
+t.test('the DATABASE_URL forms open the right store', async (t) => {
+  const dir = t.testdir()
+  const sqlite = await openStore(`sqlite:${join(dir, 'x.db')}`)
+  await sqlite.create({ id: 1n, name: 'n' })
+  await sqlite.close()
+  t.ok(existsSync(join(dir, 'x.db')))
+  const memory = await openStore('memory:')
+  t.same(await memory.list({ limit: 10 }), [])
+  await t.rejects(openStore('mysql://localhost/x'), { name: 'StoreOpenError' })
+  writeFileSync(join(dir, 'file'), '')
+  await t.rejects(openStore(`sqlite:${join(dir, 'file', 'x.db')}`), { name: 'StoreOpenError' }, 'a path below a file cannot be opened')
+})
+
+t.test('a store the app opened is closed with the app', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const app = await buildApp({ tokens: [TOKEN], store: `sqlite:${file}` })
+  const created = await app.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"id":1,"name":"n"}' })
+  t.equal(created.statusCode, 200)
+  await app.close()
+  t.notOk(existsSync(`${file}-wal`), 'the last connection closed cleanly: the WAL was checkpointed and removed')
+})
+
+t.test('a locked database answers 503, then service resumes when the lock goes', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const app = await buildApp({ tokens: [TOKEN], store: `sqlite:${file}` })
+  t.teardown(() => app.close())
+  const other = new Database(file)
+  t.teardown(() => other.close())
+  other.exec('BEGIN EXCLUSIVE')
+  const post = (id: number) => app.inject({
+    method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: `{"id":${id},"name":"n"}`
+  })
+  const locked = await post(1)
+  t.equal(locked.statusCode, 503)
+  t.same(locked.json(), { error: 503, message: 'The plant store is unavailable, try again later' })
+  const deleting = await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH })
+  t.equal(deleting.statusCode, 503, 'a delete, which writes too, is 503 as well')
+  other.exec('COMMIT')
+  t.equal((await post(1)).statusCode, 200)
+})
+
+t.test('a file that is not an SQLite database cannot be opened, and nothing is left open', async (t) => {
+  const file = join(t.testdir(), 'not-a-database.db')
+  writeFileSync(file, 'x'.repeat(4096))
+  t.throws(() => openSqliteStore(file), { code: 'SQLITE_NOTADB' })
+})
+
+t.test('an error that is not the database\'s own is passed on unchanged', async (t) => {
+  const store = openSqliteStore(join(t.testdir(), 'plants.db'))
+  t.teardown(() => store.close())
+  // The HTTP schema never lets such an id through; the driver refuses it with a RangeError.
+  await t.rejects(store.create({ id: 2n ** 63n, name: 'n' }), RangeError)
+})
+
+t.test('creates not yet committed when the store closes are committed first', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  const created = Promise.all([store.create({ id: 1n, name: 'a' }), store.create({ id: 2n, name: 'b' })])
+  await store.close()
+  t.same(await created, [{ name: 'a' }, { name: 'b' }])
+  const db = new Database(file, { readonly: true })
+  t.teardown(() => db.close())
+  t.same(db.prepare('SELECT name FROM plants ORDER BY id').all(), [{ name: 'a' }, { name: 'b' }])
+})
+
+t.test('one batch: a taken id fails alone, the others in the same commit are stored', async (t) => {
+  const store = openSqliteStore(join(t.testdir(), 'plants.db'))
+  t.teardown(() => store.close())
+  const results = await Promise.allSettled([
+    store.create({ id: 1n, name: 'first' }),
+    store.create({ id: 1n, name: 'second' }),
+    store.create({ id: 2n, name: 'third' })
+  ])
+  t.same(results.map((result) => result.status), ['fulfilled', 'rejected', 'fulfilled'])
+  t.match((results[1] as PromiseRejectedResult).reason, { statusCode: 409 })
+  t.same(await store.list({ limit: 10 }), [{ id: 1n, name: 'first' }, { id: 2n, name: 'third' }])
+})
+
+t.test('a database error that is not about availability is a 500, not a 503', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const app = await buildApp({ tokens: [TOKEN], store: `sqlite:${file}` })
+  t.teardown(() => app.close())
+  const other = new Database(file)
+  other.exec('DROP TABLE plants')
+  other.close()
+  const response = await app.inject({ url: '/plants/1', headers: AUTH })
+  t.equal(response.statusCode, 500)
+  t.same(response.json(), { error: 500, message: 'Internal server error' })
+})
+
+t.test('missing folders are made level by level; one that cannot be made is an error at once', async (t) => {
+  const dir = t.testdir()
+  const store = openSqliteStore(join(dir, 'a', 'b', 'c', 'plants.db'))
+  await store.close()
+  t.ok(existsSync(join(dir, 'a', 'b', 'c', 'plants.db')), 'three levels made')
+  t.throws(() => openSqliteStore('/proc/x/y.db'), { code: 'ENOENT' }, 'under /proc, where a recursive mkdir would spin')
+  writeFileSync(join(dir, 'file'), '')
+  t.throws(() => openSqliteStore(join(dir, 'file', 'sub', 'x.db')), { code: 'ENOTDIR' }, 'below a regular file')
+})
+
+t.test('a file moved away or replaced while open: writes, reads and ping are 503; back in place, it works again', async (t) => {
+  const dir = t.testdir()
+  const file = join(dir, 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  await store.create({ id: 1n, name: 'kept' })
+  const unavailable = StoreUnavailableError
+
+  renameSync(file, join(dir, 'moved.db'))
+  await t.rejects(store.create({ id: 2n, name: 'lost' }), unavailable, 'a create with no file at the path')
+  await t.rejects(store.get(1n), unavailable, 'a read, once a write found the file gone')
+  await t.rejects(store.list({ limit: 10 }), unavailable, 'a listing')
+  await t.rejects(store.delete(1n), unavailable, 'a delete')
+  await t.rejects(store.ping(), unavailable, 'ping')
+
+  renameSync(join(dir, 'moved.db'), file)
+  await t.resolves(store.ping(), 'ping once the file opened is back at its path')
+  t.strictSame(await store.list({ limit: 10 }), [{ id: 1n, name: 'kept' }], 'the create refused was not kept')
+
+  const other = openSqliteStore(join(dir, 'other', 'plants.db'))
+  await other.close()
+  renameSync(join(dir, 'other', 'plants.db'), file)
+  await t.rejects(store.create({ id: 3n, name: 'lost' }), unavailable, 'a create into a file replaced by another')
+  await t.rejects(store.ping(), unavailable, 'ping')
+})

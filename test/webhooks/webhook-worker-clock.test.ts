@@ -1,0 +1,71 @@
+/**
+ * The delivery worker on an injected clock and random source: the times it records follow the
+ * retry schedule, its jitter and Retry-After to the millisecond, with no wait and no wall-clock
+ * margin. The wall-clock tests (webhook-delivery) keep only what needs a real receiver's timing.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
+import { createMemoryStore } from '../../stores/memory/store.js'
+import { resolveWebhooks } from '../../webhooks/config.js'
+import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { BACKOFF_MS } from '../../webhooks/schedule.js'
+import { messageId } from '../../webhooks/signing.js'
+import { DeliveryWorker } from '../../webhooks/worker.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { newSecret, webhooksFor } from '../helpers/webhooks.js'
+
+type Responder = NonNullable<Parameters<typeof startReceiver>[1]>
+
+// Fixed instants, far from the real time: a time taken from the real clock would show. The store
+// claims what is due by its own clock: a retry due after FUTURE waits forever, one after PAST at once.
+const FUTURE = Date.parse('2030-01-01T00:00:00.000Z')
+const PAST = Date.parse('2020-01-01T00:00:00.000Z')
+
+/** A worker on a memory store whose one endpoint answers with `respond`, its clock stopped at `at`. */
+async function workerWith (t: Test, at: number, respond: Responder, random: () => number, settings: Parameters<typeof webhooksFor>[1] = {}) {
+  const receiver = await startReceiver(t, respond)
+  const store = createMemoryStore()
+  const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }], settings))
+  const outbox = await store.openOutbox({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  })
+  const worker = new DeliveryWorker({ outbox, config, log: { warn () {} }, now: () => at, random })
+  t.teardown(() => worker.stop(0))
+  await store.create({ id: 1n, name: 'a' })
+  worker.start()
+  /** The one delivery once its history has `attempts` entries (or as it is after 20 s). */
+  const deliveryAfter = async (attempts: number) => {
+    for (const end = Date.now() + 20_000; ; await sleep(10)) {
+      const [event] = await outbox.events({ limit: 1 })
+      const delivery = event?.deliveries[0]
+      if (delivery?.history.length === attempts || Date.now() > end) return delivery
+    }
+  }
+  return { receiver, deliveryAfter }
+}
+
+t.test('after a 500, the next attempt is due the scheduled wait after the failure, jittered by the random source', async (t) => {
+  for (const [random, factor] of [[0, 0.8], [0.5, 1], [1, 1.2]] as const) {
+    const { receiver, deliveryAfter } = await workerWith(t, FUTURE, (response) => { response.statusCode = 500; response.end() }, () => random, { retrySchedule: [10_000, 20_000] })
+    const delivery = await deliveryAfter(1)
+    t.equal(receiver.received.length, 1, `random ${random}: one attempt`)
+    t.match(delivery, { state: 'pending', attempts: 1 })
+    t.equal(delivery?.dueAt?.getTime(), FUTURE + 10_000 * factor, `random ${random}: due ${10_000 * factor} ms after the failure`)
+    t.equal(Number(receiver.received[0].headers['webhook-timestamp']), FUTURE / 1000, 'signed at the worker\'s time')
+  }
+})
+
+t.test('a 503 waits the backoff at least; a 429 with Retry-After waits what it asks when longer', async (t) => {
+  const unavailable = await workerWith(t, FUTURE, (response) => { response.writeHead(503).end() }, () => 0.5, { retrySchedule: [100] })
+  t.equal((await unavailable.deliveryAfter(1))?.dueAt?.getTime(), FUTURE + BACKOFF_MS, `503: due ${BACKOFF_MS} ms later, not the scheduled 100`)
+  const limited = await workerWith(t, FUTURE, (response) => { response.writeHead(429, { 'retry-after': '600' }).end() }, () => 0.5, { retrySchedule: [100] })
+  t.equal((await limited.deliveryAfter(1))?.dueAt?.getTime(), FUTURE + 600_000, '429 with Retry-After: 600: due 600 s later')
+})
+
+t.test('the last scheduled wait spent, a failure is final: a dead letter', async (t) => {
+  const { receiver, deliveryAfter } = await workerWith(t, PAST, (response) => { response.statusCode = 500; response.end() }, () => 0.5, { retrySchedule: [1] })
+  const failed = await deliveryAfter(2)
+  t.match(failed, { state: 'failed', attempts: 2 }, 'the second failure is the last')
+  t.equal(receiver.received.length, 2, 'two attempts')
+})
