@@ -60,7 +60,13 @@ function nodeFolder (version) {
 function scratchCopy (dir) {
   const skipped = new Set(['.git', 'node_modules', '.tap', 'coverage', 'runtime', 'data'].map((name) => join(ROOT, name)))
   cpSync(ROOT, dir, { recursive: true, filter: (source) => !skipped.has(source) })
-  run('cp', ['-al', join(ROOT, 'node_modules'), join(dir, 'node_modules')])
+  try {
+    run('cp', ['-al', join(ROOT, 'node_modules'), join(dir, 'node_modules')])
+  } catch {
+    // Another file system than the checkout's: a plain copy.
+    rmSync(join(dir, 'node_modules'), { recursive: true, force: true })
+    run('cp', ['-a', join(ROOT, 'node_modules'), join(dir, 'node_modules')])
+  }
   rmSync(join(dir, 'node_modules/better-sqlite3'), { recursive: true })
 }
 
