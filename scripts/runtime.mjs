@@ -61,6 +61,12 @@ function reachedEntries () {
 }
 
 const entries = reachedEntries()
+const installs = (name) => [...entries.keys()].some((path) => path.endsWith(`node_modules/${name}`))
+/** `{ overrides }` with the repository's overrides of packages installed here, or nothing. */
+function overridesFor (installed) {
+  const kept = Object.entries(repoPackage.overrides ?? {}).filter(([name]) => installed(name))
+  return kept.length === 0 ? {} : { overrides: Object.fromEntries(kept) }
+}
 const dependencies = Object.fromEntries(wanted.map((name) => [name, entries.get(`node_modules/${name}`).version]).sort())
 const runtimePackage = {
   name: `${repoPackage.name}-service`,
@@ -71,7 +77,10 @@ const runtimePackage = {
   engines: repoPackage.engines,
   scripts: { start: 'node server.mjs' },
   // better-sqlite3 builds its native addon on install: approved here, as in the repository.
-  allowScripts: Object.fromEntries(Object.entries(repoPackage.allowScripts).filter(([name]) => [...entries.keys()].some((path) => path.endsWith(`node_modules/${name}`)))),
+  allowScripts: Object.fromEntries(Object.entries(repoPackage.allowScripts).filter(([name]) => installs(name))),
+  // The repository's overrides (dependencies pinned to versions that run on every Node line it
+  // supports) for the packages here: the lockfile cut below has their versions, npm ci needs both.
+  ...overridesFor(installs),
   dependencies
 }
 const runtimeLock = {

@@ -1,7 +1,8 @@
 // `npm run test:runtime` (CI runs it): the production recipe end to end, as an operator follows
 // it. For each store, the runtime folder (scripts/runtime.mjs) is made for that store alone and
-// installed with `npm ci --omit=dev`; its size and package count are measured and checked (no
-// build, test, lint, bench or document tooling; under 60 MB); then the service is started from
+// installed with `npm ci --omit=dev --engine-strict` (no package that refuses this Node); its
+// size and package count are measured and checked (no build, test, lint, bench or document
+// tooling; under 60 MB); then the service is started from
 // it, creates and reads a plant with an id past 2^53, and is stopped with SIGTERM (exit 0).
 // PostgreSQL is skipped with a notice when unreachable, except under CI=true. Last, `npm start`
 // on this unchanged checkout is timed to its first /healthz answer (it must not rebuild).
@@ -32,7 +33,7 @@ function run (command, args, cwd) {
 function install (store) {
   const dir = join(work, store)
   process.stdout.write(run(process.execPath, [join(ROOT, 'scripts/runtime.mjs'), '--out', dir, '--stores', store], ROOT))
-  run('npm', ['ci', '--omit=dev', '--strict-allow-scripts', '--no-audit', '--no-fund', '--loglevel=error'], dir)
+  run('npm', ['ci', '--omit=dev', '--strict-allow-scripts', '--engine-strict', '--no-audit', '--no-fund', '--loglevel=error'], dir)
   const lock = JSON.parse(readFileSync(join(dir, 'node_modules/.package-lock.json'), 'utf8'))
   const names = Object.keys(lock.packages).map((path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
   const tooling = names.filter((name) => TOOLING.test(name))

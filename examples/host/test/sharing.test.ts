@@ -111,7 +111,8 @@ test('15.3: wrong tokens are throttled per address, 429 with Retry-After', async
 })
 
 test('17.9: a better-sqlite3 of another major is refused at registration, saying what to install', async (t) => {
-  // A copy of the installed plant-store beside a better-sqlite3 13, under this host's node_modules.
+  // A copy of the installed plant-store beside a better-sqlite3 14 (no Node line runs it), under
+  // this host's node_modules.
   const require = createRequire(import.meta.url)
   const installed = dirname(require.resolve('plant-store/package.json'))
   const root = mkdtempSync(join(process.cwd(), 'driver-check-'))
@@ -119,12 +120,12 @@ test('17.9: a better-sqlite3 of another major is refused at registration, saying
   cpSync(installed, join(root, 'node_modules/plant-store'), { recursive: true })
   mkdirSync(join(root, 'node_modules/better-sqlite3'))
   writeFileSync(join(root, 'node_modules/better-sqlite3/package.json'),
-    JSON.stringify({ name: 'better-sqlite3', version: '13.1.1', engines: { node: '>=22' }, main: 'segfault.js' }))
+    JSON.stringify({ name: 'better-sqlite3', version: '14.0.0', engines: { node: '>=24' }, main: 'segfault.js' }))
   const copy = await import(pathToFileURL(join(root, 'node_modules/plant-store/dist/src/plugin.js')).href) as { default: typeof plantStore }
   const host = Fastify()
   await assert.rejects(async () => {
     await host.register(copy.default, { ...options, store: 'sqlite:./plants.db' })
     await host.ready()
-  }, /better-sqlite3 13\.1\.1 is installed \(.*, which needs Node >=22; this is Node [\d.]+\) but plant-store works with better-sqlite3 12: npm install better-sqlite3@12/)
+  }, /better-sqlite3 14\.0\.0 is installed \(.*, which needs Node >=24; this is Node [\d.]+\) but plant-store works with better-sqlite3 (12|13|12 or 13)( on Node [\d.]+)?: npm install better-sqlite3@1[23]/)
   await host.close()
 })
