@@ -35,6 +35,8 @@ interface Connection {
 const SHUTTING_DOWN = 'The service is shutting down, try again later'
 // How long a closing connection waits for the client to close its side, in ms.
 const LINGER = 2000
+// How many of the oldest strangers are looked at for one that stalls, once one that owes nothing is found.
+const STALLING_SCAN = 64
 // How many times within `bodyRateGrace` the bodies being read are checked: it acts within 10 %.
 const BODY_CHECKS_PER_GRACE = 10
 
@@ -97,10 +99,13 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
    */
   function weakest (): Connection | undefined {
     let idle: Connection | undefined
+    let seen = 0
     for (const connection of strangers) {
       if (connection.fresh) continue
       if (stalls(connection)) return connection
       if (idle === undefined && owesNothing(connection)) idle = connection
+      // A flood's connections are the oldest: past these, a flood of idle ones costs no full scan.
+      if (++seen >= STALLING_SCAN && idle !== undefined) break
     }
     if (idle !== undefined) return idle
     for (const connection of known) if (!connection.fresh && owesNothing(connection)) return connection
