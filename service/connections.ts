@@ -35,6 +35,8 @@ interface Connection {
 const SHUTTING_DOWN = 'The service is shutting down, try again later'
 // How long a closing connection waits for the client to close its side, in ms.
 const LINGER = 2000
+// How many of the oldest strangers are looked at for one that stalls, once one that owes nothing is found.
+const STALLING_SCAN = 64
 // How many times within `bodyRateGrace` the bodies being read are checked: it acts within 10 %.
 const BODY_CHECKS_PER_GRACE = 10
 
@@ -52,7 +54,11 @@ const timedOut = (socket: Socket, message: string) =>
  * - at the connection limit, a connection that owes nothing makes room for a new client, as nginx
  *   reuses its idle connections: silent or idle connections cannot lock clients out. The first to go
  *   are those that never completed an authenticated request (oldest first), and only then those that
- *   did (least recently used first): making room never cuts off a working client for a stranger;
+ *   did (least recently used first): making room never cuts off a working client for a stranger.
+ *   A stranger's claim depends on its progress: one whose request headers have begun but not all
+ *   come (slowloris), or whose client does not read the answers written (a pipeline never read), is
+ *   owed nothing and goes with the idle strangers: a client without a token keeps a slot only while
+ *   its requests are being handled;
  * - a request answered before its body came (refused: no token, unknown route, refused type) is
  *   answered with Connection: close and its connection let go, rather than held while the body trickles in;
  * - a body that arrives slower than `minBodyRate` on average, once `bodyRateGrace` has passed, is
@@ -76,19 +82,43 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
   const owesNothing = (connection: Connection) =>
     connection.ending || (connection.inFlight === 0 && connection.socket.bytesRead === connection.quietAt)
 
-  /** Closes the first connection that owes nothing in `order`, and has had its first bytes read. */
-  function closeOneOf (order: Set<Connection>): boolean {
-    for (const connection of order) {
-      if (!connection.fresh && owesNothing(connection)) {
-        connection.socket.destroy()
-        return true
-      }
+  /**
+   * Whether a stranger's connection makes no progress worth its slot: its request's headers have
+   * begun and are not all read (a request is taken in within the read of its last header line), or
+   * its client does not read: answers wait in the socket, or queue behind one (browsers never
+   * pipeline; a pipeline that fits the kernel's buffers is answered whole and owes nothing).
+   */
+  const stalls = ({ inFlight, quietAt, socket }: Connection) =>
+    (inFlight === 0 && socket.bytesRead !== quietAt) || inFlight > 1 || socket.writableLength > 0
+
+  /**
+   * The connection with the weakest claim on its slot, if one may go: a stranger that stalls, then
+   * one that owes nothing (a new client that has not yet sent its request is among those: it goes
+   * after every stalling one), then a known client's that owes nothing. Each oldest (or least
+   * recently used) first, and none so fresh that what its client sent may be unread.
+   */
+  function weakest (): Connection | undefined {
+    let idle: Connection | undefined
+    let seen = 0
+    for (const connection of strangers) {
+      if (connection.fresh) continue
+      if (stalls(connection)) return connection
+      if (idle === undefined && owesNothing(connection)) idle = connection
+      // A flood's connections are the oldest: past these, a flood of idle ones costs no full scan.
+      if (++seen >= STALLING_SCAN && idle !== undefined) break
     }
-    return false
+    if (idle !== undefined) return idle
+    for (const connection of known) if (!connection.fresh && owesNothing(connection)) return connection
   }
 
-  // Node itself refuses connections beyond the limit when every open one owes an answer.
-  if (maxConnections > 0) server.maxConnections = maxConnections
+  const makeRoom = () => weakest()?.socket.destroy()
+
+  if (maxConnections > 0) {
+    // Node itself refuses connections beyond the limit. One refused at a moment when no open
+    // connection could go (all just accepted) still makes room for the next.
+    server.maxConnections = maxConnections
+    server.on('drop', makeRoom)
+  }
   server.on('connection', (socket: Socket) => {
     const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, bodySince: 0, bodyFrom: 0 }
     open.set(socket, connection)
@@ -102,7 +132,7 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     // Connections are accepted in bursts, and read only at the next turn of the event loop: a new
     // client that already sent its request must not make room for the one accepted after it.
     setImmediate(() => setImmediate(() => { connection.fresh = false }))
-    if (maxConnections > 0 && open.size >= maxConnections && !closeOneOf(strangers)) closeOneOf(known)
+    if (maxConnections > 0 && open.size >= maxConnections) makeRoom()
   })
 
   // Route-level hooks run after the scope's: on a route that requires a token, this one runs only

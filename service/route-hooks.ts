@@ -1,8 +1,9 @@
-import type { onRequestHookHandler, onResponseHookHandler, RouteOptions } from 'fastify'
+import type { onRequestHookHandler, onResponseHookHandler, onSendHookHandler, RouteOptions } from 'fastify'
 
 interface RouteHooks {
   onRequest: onRequestHookHandler
   onResponse: onResponseHookHandler
+  onSend: onSendHookHandler
 }
 
 /** From an onRoute hook: adds `hook` to the route being declared, after the route's own hooks. */

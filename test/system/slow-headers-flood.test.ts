@@ -1,0 +1,70 @@
+/**
+ * Slowloris against a real server process: flood sockets that send a request line and then one
+ * header line now and then, never finishing their headers, and reconnect when closed. A request
+ * whose headers are not all there yet is owed nothing: at the connection limit such a connection
+ * makes room for a new client, so fresh requests are answered and a keep-alive client with a
+ * token keeps its connections.
+ */
+import t from 'tap'
+import { attack, freshAnswered, keepAliveClient, running } from '../helpers/flood.js'
+import { NO_LOAD_SHEDDING } from '../helpers/load.js'
+import { exitWithin, startServer } from '../helpers/server-process.js'
+
+const TOKEN = 'test-token-slow-headers-flood'
+// Scaled down from the report (400 sockets against MAX_CONNECTIONS=200): five times the limit.
+const MAX_CONNECTIONS = 40
+const FLOOD = 5 * MAX_CONNECTIONS
+const DRIP_INTERVAL = 1000
+const RECONNECT_PAUSE = 50
+const FRESH = 40
+const ANSWER_TIMEOUT = 10_000
+const CLIENT_CONNECTIONS = 4
+const CLIENT_DURATION = 4000
+
+/**
+ * `count` sockets trickling header lines, each reconnecting when closed. Prints how many connections
+ * it has made. Plain JavaScript.
+ */
+function slowHeaders (port: number, count: number, dripInterval: number, reconnectPause: number) {
+  const { connect } = require('node:net') as typeof import('node:net')
+  let connected = 0
+  const open = () => {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => {})
+    socket.resume()
+    socket.once('connect', () => {
+      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
+      process.stdout.write(`${++connected}\n`)
+    })
+    const drip = setInterval(() => socket.write('X-Drip: 1\r\n'), dripInterval)
+    socket.once('close', () => {
+      clearInterval(drip)
+      setTimeout(open, reconnectPause)
+    })
+  }
+  for (let index = 0; index < count; index++) open()
+}
+
+t.test(`${FLOOD} slowloris sockets against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh requests are answered, a keep-alive client keeps working`, async (t) => {
+  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
+  const port = Number(new URL(server.url).port)
+  // The client's connections are open and answered before the flood begins, as a running client's are.
+  const warm = await keepAliveClient(server.url, TOKEN, CLIENT_CONNECTIONS, 200, ANSWER_TIMEOUT)
+  t.equal(warm.failed, 0, 'without the flood the client\'s requests succeed')
+  const flood = attack(t, slowHeaders, [port, FLOOD, DRIP_INTERVAL, RECONNECT_PAUSE])
+  // As many connections as the flood has sockets: every slot has been taken.
+  await flood.counted(FLOOD, 30_000)
+
+  const [fresh, client] = await Promise.all([
+    freshAnswered(server.url, TOKEN, FRESH, 4, ANSWER_TIMEOUT),
+    keepAliveClient(server.url, TOKEN, CLIENT_CONNECTIONS, CLIENT_DURATION, ANSWER_TIMEOUT)
+  ])
+  flood.stop()
+  const attempts = client.ok + client.failed
+  t.comment(`fresh requests answered: ${fresh} of ${FRESH}; keep-alive client: ${client.ok} of ${attempts} requests succeeded in ${CLIENT_DURATION} ms, failures ${JSON.stringify(client.failures)}`)
+  t.ok(fresh / FRESH >= 0.95, 'at least 95 % of fresh requests are answered')
+  t.ok(client.ok / attempts >= 0.95, 'at least 95 % of the keep-alive client\'s requests succeed')
+  t.ok(running(server.child), 'the process is still running')
+  server.child.kill('SIGTERM')
+  t.same(await exitWithin(server, 20_000), { code: 0, signal: null }, 'SIGTERM still stops it cleanly: exit 0')
+})
