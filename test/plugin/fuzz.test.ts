@@ -68,7 +68,7 @@ type PropertyName = keyof typeof SHARES
 const runsFor = (name: PropertyName) => Math.max(1, Math.ceil(TOTAL_RUNS * SHARES[name]))
 
 // Statuses CONTRACT.md documents for any route.
-const DOCUMENTED = new Set([200, 204, 400, 401, 404, 409, 413, 415, 429, 503])
+const DOCUMENTED = new Set([200, 204, 400, 401, 404, 405, 409, 413, 415, 429, 503])
 const CHALLENGE = /^Bearer realm="plant-store"(, error="invalid_token")?$/
 const BODY_LIMIT = 1024 * 1024
 const MAX_TEXT_LENGTH = 1000 // README: the longest name or tag, in characters (code points)
@@ -236,6 +236,10 @@ function check (c: Case, response: LightMyRequestResponse, before: Plant[], afte
   const status = response.statusCode
   if (status >= 500) problems.push(`a ${status}`)
   if (!DOCUMENTED.has(status)) problems.push(`${status} is not a documented status`)
+  if (status === 405) {
+    const allow = response.headers.allow
+    if (typeof allow !== 'string' || allow.split(', ').includes(String(c.method))) problems.push(`405 with Allow ${JSON.stringify(response.headers.allow)} for ${c.method}`)
+  }
   if (c.expect !== undefined && !c.expect.includes(status)) problems.push(`${status}, expected ${c.expect.join(' or ')}`)
 
   if (status >= 400) {
