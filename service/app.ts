@@ -5,7 +5,7 @@ import cors from '@fastify/cors'
 import compression from './compression.js'
 import connections, { type ConnectionsOptions } from './connections.js'
 import docs, { SERVICE_OPENAPI_NAMES } from './docs.js'
-import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
+import { errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, type PlantStoreOptions } from '../src/service-api.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
@@ -13,8 +13,6 @@ import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
 import { connectionLimit, openFilesLimit, readWebhooks, type Config } from './config.js'
-import plantStore, { type PlantStoreOptions } from '../src/plugin.js'
-import { sqliteFileOf } from '../stores/sqlite/files.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */

@@ -3,7 +3,7 @@ import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
 import { appOptions, buildApp, connectionOptions, loggerOptions } from './app.js'
 import { ConfigError, corsOrigins, loadConfig, readTokens, type Config } from './config.js'
-import { StoreOpenError } from '../stores/index.js'
+import { StoreOpenError } from '../src/service-api.js'
 import { ignoreSignals } from './ignored-signals.js'
 
 /**

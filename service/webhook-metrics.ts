@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import type { WebhookOutbox } from '../stores/outbox.js'
-import type { WebhookObserver } from '../webhooks/plugin.js'
+import type { WebhookObserver, WebhookOutbox } from '../src/service-api.js'
 
 /** The webhook metrics, fed by the plugin's observer; the outbox's state is read when scraped. */
 export function webhookMetrics (registry: Registry): WebhookObserver {
