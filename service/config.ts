@@ -4,11 +4,8 @@ import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
-import { STORE_URL_PATTERN } from '../stores/index.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
-import { DEFAULT_BODY_LIMIT } from '../src/options.js'
-import { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../webhooks/config.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from './http-protocol.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { handleClientError, sendError } from '../plugins/error-handler.js'
+import { handleClientError, sendError } from '../src/service-api.js'
 import { addRouteHook } from './route-hooks.js'
 
 export interface ConnectionsOptions {

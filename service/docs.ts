@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
-import { openapiWebhooks } from '../routes/webhook-docs.js'
+import { openapiWebhooks } from '../src/service-api.js'
 import { openapiDeclarations } from '../schemas/index.js'
 
 export const DOCS_PREFIX = '/documentation'

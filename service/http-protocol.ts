@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
-import { errorJson, handleNotFound, rawErrorResponse, ROUTE_NOT_FOUND, sendError } from '../plugins/error-handler.js'
+import { errorJson, handleNotFound, rawErrorResponse, ROUTE_NOT_FOUND, sendError } from '../src/service-api.js'
 
 export interface HttpProtocolOptions {
   /** The most header fields (and, apart, trailer fields) a request may have: more is 431. */

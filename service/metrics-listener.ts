@@ -1,6 +1,5 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify'
-import errorHandler, { handleClientError, handleFrameworkError } from '../plugins/error-handler.js'
-import { trackMethods } from '../plugins/method-not-allowed.js'
+import { errorHandler, handleClientError, handleFrameworkError, trackMethods } from '../src/service-api.js'
 import { metricsRoute, type Metrics } from './metrics.js'
 import securityHeaders from './security-headers.js'
 

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { appOptions, buildApp, connectionOptions, loggerOptions } from './app.js'
 import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, trustProxy, type Config } from './config.js'
 import { metricsListening } from './metrics-listener.js'
-import { StoreOpenError } from '../stores/index.js'
+import { StoreOpenError } from '../src/service-api.js'
 import { ignoreSignals } from './ignored-signals.js'
 
 /**

@@ -1,6 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
-import type { EndpointState, EndpointStats, WebhookOutbox } from '../stores/outbox.js'
-import type { WebhookObserver } from '../webhooks/plugin.js'
+import type { EndpointState, EndpointStats, WebhookObserver, WebhookOutbox } from '../src/service-api.js'
 
 /**
  * The oldest reading of the outbox a scrape is given, in ms. Reading it scans the backlog (85 ms

@@ -1,30 +1,15 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { outboxOpenerOf } from '../stores/index.js'
-import type { AttemptOutcome, EventPayloads, OutboxEventType, WebhookOutbox } from '../stores/outbox.js'
+import type { WebhookOutbox } from '../stores/outbox.js'
 import { resolveWebhooks, type WebhooksConfig, type WebhooksOptions } from './config.js'
-import { plantCreatedPayload, plantDeletedPayload } from './payload.js'
-import { messageId } from './signing.js'
-import { DeliveryWorker } from './worker.js'
+import { wireEvents, type WebhookObserver } from './wiring.js'
 
-/** What the service's metrics learn of webhooks. */
-export interface WebhookObserver {
-  /** Events written, by type, as their commits succeed. */
-  event (type: OutboxEventType, count: number): void
-  attempt (endpoint: string, outcome: AttemptOutcome, seconds: number): void
-  /** The outbox, read when metrics are scraped. */
-  outbox (outbox: WebhookOutbox): void
-}
+export type { WebhookObserver }
 
 export interface WebhooksPluginOptions {
   webhooks: WebhooksOptions
   observer?: WebhookObserver | undefined
-}
-
-const payloads: EventPayloads = {
-  created: (plant, at) => plantCreatedPayload(plant, at),
-  deleted: (id, at) => plantDeletedPayload(id, at),
-  messageId
 }
 
 export class WebhooksUnsupportedStoreError extends Error {
@@ -53,18 +38,7 @@ export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { web
     throw new WebhooksUnsupportedStoreError('plant-store: option webhooks needs a store that keeps an outbox (openOutbox), as the memory, ' +
       'SQLite and PostgreSQL stores do: without one, no event could be promised for a create. Use one of those stores, or remove the webhooks option')
   }
-  const wake = { worker: undefined as DeliveryWorker | undefined }
-  const outbox = await open({
-    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads,
-    committed (type, count) {
-      observer?.event(type, count)
-      wake.worker?.wake()
-    }
-  })
-  const worker = new DeliveryWorker({ outbox, config, log: fastify.log, onAttempt: observer && ((...args) => observer.attempt(...args)) })
-  wake.worker = worker
-  observer?.outbox(outbox)
+  const { outbox, worker } = await wireEvents(open, config, fastify.log, observer)
   fastify.decorate(DECORATOR, { outbox, config })
   fastify.addHook('onReady', async () => worker.start())
   // Stops claiming at once; the attempts in flight finish while the requests do.
