@@ -2,7 +2,7 @@ import { hash, timingSafeEqual } from 'node:crypto'
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { AuthThrottledError, UnauthenticatedError, UnauthorizedError } from './http-errors.js'
+import { AuthThrottledError, UnauthenticatedError, UnauthorizedError } from '../errors/index.js'
 import type { WindowLimit } from './limit-options.js'
 import { addressKey, secondsLeft, WindowCounter } from './window-counter.js'
 

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
-import { UnsupportedMediaTypeError } from './http-errors.js'
+import { UnsupportedMediaTypeError } from '../errors/index.js'
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
 export const ROUTE_NOT_FOUND = 'Route not found'

@@ -5,7 +5,7 @@ import secureJson from 'secure-json-parse'
 import {
   EmptyBodyError, EncodedBodyError, ForbiddenKeyError, InvalidJsonError, InvalidUtf8Error, MAX_JSON_DEPTH, RepeatedKeyError,
   TooDeepError, UnsupportedCharsetError
-} from './http-errors.js'
+} from '../errors/index.js'
 
 // Fastify's own protection against prototype poisoning.
 const POISON_CHECK = { protoAction: 'error', constructorAction: 'error' } as const

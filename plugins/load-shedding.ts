@@ -2,7 +2,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { getHeapStatistics } from 'node:v8'
 import fp from 'fastify-plugin'
 import type { LoadSheddingOptions } from './limit-options.js'
-import { ServiceOverloadedError } from './http-errors.js'
+import { ServiceOverloadedError } from '../errors/index.js'
 
 const SAMPLE_INTERVAL = 1000
 // The event-loop delay histogram's own timer, in ms: a delay below it is no delay.

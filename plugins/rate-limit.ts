@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import { identityOf } from './auth.js'
-import { RateLimitedError } from './http-errors.js'
+import { RateLimitedError } from '../errors/index.js'
 import type { RateLimitOptions } from './limit-options.js'
 import { secondsLeft, WindowCounter } from './window-counter.js'
 

@@ -2,7 +2,7 @@ import { Ajv, type AnySchema, type FuncKeywordDefinition, type Options } from 'a
 import type { FastifySchemaValidationError } from 'fastify'
 import fp from 'fastify-plugin'
 import { INT64_MAX, INT64_MIN, STORABLE_TEXT_PATTERN, STORABLE_TEXT_RULE, sharedSchemas } from '../schemas/index.js'
-import { ValidationError } from './http-errors.js'
+import { ValidationError } from '../errors/index.js'
 
 export const integerMessage = (minimum: bigint | number, maximum: bigint | number) =>
   `must be an integer from ${minimum} to ${maximum}`

@@ -5,7 +5,7 @@ import { INTERNAL_ERROR_MESSAGE } from '../plugins/error-handler.js'
 import {
   AuthThrottledError, PlantExistsError, PlantNotFoundError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError,
   UnauthenticatedError, UnauthorizedError, UnsupportedMediaTypeError
-} from '../plugins/http-errors.js'
+} from '../errors/index.js'
 import { ErrorSchema, ref } from '../schemas/index.js'
 import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 

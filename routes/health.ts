@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { StoreUnavailableError } from '../plugins/http-errors.js'
+import { StoreUnavailableError } from '../errors/index.js'
 import { storeOf } from '../stores/index.js'
 import { HealthStatusSchema, type HealthStatus } from '../schemas/index.js'
 import { internalError, notReady, operationId, success } from './documentation.js'

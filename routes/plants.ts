@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { onRequestHookHandler } from 'fastify'
-import { InvalidJsonError, PlantNotFoundError } from '../plugins/http-errors.js'
+import { InvalidJsonError, PlantNotFoundError } from '../errors/index.js'
 import { storeOf } from '../stores/index.js'
 import { INT64_MESSAGE, integerMessage, validationMessage } from '../plugins/validation.js'
 import {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { WebhookEndpointNotFoundError, WebhookEventNotFoundError } from '../plugins/http-errors.js'
+import { WebhookEndpointNotFoundError, WebhookEventNotFoundError } from '../errors/index.js'
 import { classify } from '../stores/guard.js'
 import type { EventView } from '../stores/outbox.js'
 import { webhooksOf } from '../webhooks/plugin.js'

@@ -14,7 +14,7 @@ import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
 import { connectionLimit, openFilesLimit, readWebhooks, type Config } from './config.js'
 import plantStore, { type PlantStoreOptions } from '../src/plugin.js'
-import { sqliteFileOf } from '../stores/sqlite-files.js'
+import { sqliteFileOf } from '../stores/sqlite/files.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */

@@ -5,7 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client'
 import { SeriesHistogram, type HistogramSeries } from './series-histogram.js'
 import { addRouteHook } from './route-hooks.js'
 import type { PlantStore } from '../stores/index.js'
-import { sqliteFiles } from '../stores/sqlite-files.js'
+import { sqliteFiles } from '../stores/sqlite/files.js'
 
 const METRICS_PATH = '/metrics'
 const UNKNOWN_ROUTE = 'unknown'

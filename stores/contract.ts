@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { INT64_MAX, INT64_MIN } from '../schemas/index.js'
-import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
+import { PlantExistsError, StoreUnavailableError } from '../errors/index.js'
 import type { PlantStore } from './types.js'
 
 /** A store that can be made unavailable (its database down, its file locked…) and back. */

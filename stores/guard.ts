@@ -1,4 +1,4 @@
-import { PlantExistsError, StoreFailedError, StoreUnavailableError } from '../plugins/http-errors.js'
+import { PlantExistsError, StoreFailedError, StoreUnavailableError } from '../errors/index.js'
 import { STORE_METHODS, type PlantStore } from './types.js'
 
 // Errors are told apart by their code, not their class: a host's store may hold its own copy of

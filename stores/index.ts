@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { guardStore } from './guard.js'
-import { createMemoryStore } from './memory.js'
+import { createMemoryStore } from './memory/store.js'
 import { hasOutbox, type OutboxOptions, type WebhookOutbox } from './outbox.js'
 import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
-import type { PostgresStoreOptions } from './postgres.js'
+import type { PostgresStoreOptions } from './postgres/store.js'
 
 export { STORE_METHODS, type ListOptions, type PlantStore } from './types.js'
-export type { PostgresStoreOptions, StoreLog } from './postgres.js'
+export type { PostgresStoreOptions, StoreLog } from './postgres/store.js'
 
 /**
  * A host's pg.Pool, as far as the plugin needs to tell one (structurally: the plugin's types do
@@ -57,14 +57,14 @@ export async function loadDriver<M> (driver: string, load: () => Promise<M>): Pr
  */
 export async function openStore (url: string | PgPool, postgres: PostgresStoreOptions = {}): Promise<PlantStore> {
   if (typeof url !== 'string') {
-    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres.js'))
+    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres/store.js'))
     return openPostgres(() => openPostgresStore(url as never, postgres))
   }
   if (url === 'memory:') return createMemoryStore()
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length)
     // Each driver is loaded only when its store is used: it shortens start-up.
-    const { openSqliteStore } = await loadDriver('better-sqlite3', () => import('./sqlite.js'))
+    const { openSqliteStore } = await loadDriver('better-sqlite3', () => import('./sqlite/store.js'))
     try {
       return openSqliteStore(path)
     } catch (cause) {
@@ -72,7 +72,7 @@ export async function openStore (url: string | PgPool, postgres: PostgresStoreOp
     }
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
-    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres.js'))
+    const { openPostgresStore } = await loadDriver('pg', () => import('./postgres/store.js'))
     return openPostgres(() => openPostgresStore(url, postgres))
   }
   throw new StoreOpenError(`unsupported store URL "${url}": use memory:, sqlite:<path> or postgres://…`)

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import t from 'tap'
-import { AuthThrottledError } from '../plugins/http-errors.js'
+import { AuthThrottledError } from '../errors/index.js'
 import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
 import { addressKey, WindowCounter } from '../plugins/window-counter.js'
 import { appOptions } from '../service/app.js'

@@ -5,7 +5,7 @@
 import { connect, type AddressInfo, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../stores/memory.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import type { ServerOptions } from '../service/app.js'
 import { build, storedPlants, TOKEN } from './helpers/app.js'
 

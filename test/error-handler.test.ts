@@ -1,7 +1,7 @@
 import t from 'tap'
 import { MALFORMED_URL } from '../plugins/error-handler.js'
-import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { createMemoryStore } from '../stores/memory.js'
+import { StoreUnavailableError } from '../errors/index.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import type { PlantStore } from '../stores/types.js'
 import { AUTH, build, collectLogs, createPlant } from './helpers/app.js'
 

@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../stores/memory.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import plantStore, { PlantExistsError, StoreUnavailableError, type PlantStore } from '../src/plugin.js'
 import { AUTH, collectLogs, JSON_TYPE, TOKEN } from './helpers/app.js'
 

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { MAX_JSON_DEPTH } from '../plugins/http-errors.js'
+import { MAX_JSON_DEPTH } from '../errors/index.js'
 import { nestsDeeperThan, parseJsonBody } from '../plugins/json-body.js'
 import { AUTH, build, JSON_TYPE, storedPlants } from './helpers/app.js'
 

@@ -71,7 +71,7 @@ t.test('a logger without isLevelEnabled is asked to log every line', async (t) =
 
 t.test('the service logs a failure with its request id', async (t) => {
   const { lines, logger } = collectLogs('info')
-  const store = { ...(await import('../stores/memory.js')).createMemoryStore(), create: async () => { throw new Error('disk on fire') } }
+  const store = { ...(await import('../stores/memory/store.js')).createMemoryStore(), create: async () => { throw new Error('disk on fire') } }
   const { app } = await build(t, { store }, { logger })
   t.equal((await createPlant(app, { id: 1, name: 'n' })).statusCode, 500)
   t.match(lines, [{ level: 50, msg: 'request failed', reqId: String, err: { message: 'disk on fire' } }])

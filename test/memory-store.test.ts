@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { createMemoryStore } from '../stores/memory.js'
-import { SortedIds } from '../stores/sorted-ids.js'
+import { createMemoryStore } from '../stores/memory/store.js'
+import { SortedIds } from '../stores/memory/sorted-ids.js'
 import type { PlantStore } from '../stores/types.js'
 
 const FILLED = 400_000

@@ -1,10 +1,10 @@
 import Fastify from 'fastify'
 import { Histogram, Registry } from 'prom-client'
 import t from 'tap'
-import { StoreUnavailableError } from '../plugins/http-errors.js'
+import { StoreUnavailableError } from '../errors/index.js'
 import metricsPlugin, { createMetrics } from '../service/metrics.js'
 import { SeriesHistogram } from '../service/series-histogram.js'
-import { createMemoryStore } from '../stores/memory.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import { AUTH, build, createPlant } from './helpers/app.js'
 
 /** The value of one sample line of the Prometheus text, by its exact series name and labels. */

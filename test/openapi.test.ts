@@ -1,7 +1,7 @@
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
-import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { createMemoryStore } from '../stores/memory.js'
+import { StoreUnavailableError } from '../errors/index.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import type { PlantStore } from '../stores/types.js'
 import { AUTH, build, JSON_TYPE, type App } from './helpers/app.js'
 

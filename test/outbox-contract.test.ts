@@ -1,8 +1,8 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { createMemoryStore } from '../stores/memory.js'
-import { openPostgresStore } from '../stores/postgres.js'
-import { openSqliteStore } from '../stores/sqlite.js'
+import { createMemoryStore } from '../stores/memory/store.js'
+import { openPostgresStore } from '../stores/postgres/store.js'
+import { openSqliteStore } from '../stores/sqlite/store.js'
 import { outboxContract } from './helpers/outbox-contract.js'
 import { freshDatabase, postgresSkip } from './helpers/postgres.js'
 

@@ -10,7 +10,7 @@ import t from 'tap'
 import packageJson from '../package.json' with { type: 'json' }
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
-const SHIPPED_FOLDERS = ['src', 'plugins', 'routes', 'schemas', 'stores', 'webhooks', 'client']
+const SHIPPED_FOLDERS = ['src', 'errors', 'plugins', 'routes', 'schemas', 'stores', 'webhooks', 'client']
 const SERVICE_ONLY = ['service', 'bench', 'test']
 
 t.test('package.json files is the short positive list of the shipped folders', async (t) => {

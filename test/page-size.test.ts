@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
-import { openSqliteStore } from '../stores/sqlite.js'
+import { openSqliteStore } from '../stores/sqlite/store.js'
 import type { PlantStore } from '../stores/types.js'
 import { MAX_PAGE_BYTES, type NewPlant } from '../schemas/index.js'
 import { AUTH, build, type App } from './helpers/app.js'

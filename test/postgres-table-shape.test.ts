@@ -12,7 +12,7 @@ import { buildApp } from '../service/app.js'
 import { AUTH, collectLogs, JSON_TYPE, TOKEN, type App } from './helpers/app.js'
 import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from './helpers/postgres.js'
 import type { PlantStoreOptions } from '../src/plugin.js'
-import { shapeProblems, type TableShape } from '../stores/postgres-table.js'
+import { shapeProblems, type TableShape } from '../stores/postgres/table.js'
 
 const pgSkip = await postgresSkip()
 const TABLE_LINE = /^plant-store: the PostgreSQL table /

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createMetrics } from '../service/metrics.js'
-import { WAL_LIMIT_BYTES } from '../stores/sqlite.js'
+import { WAL_LIMIT_BYTES } from '../stores/sqlite/store.js'
 import { NO_LOAD_SHEDDING, plantBody, pool, send } from './helpers/load.js'
 import { exitWithin, startServer } from './helpers/server-process.js'
 

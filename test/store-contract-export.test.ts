@@ -1,7 +1,7 @@
 import t from 'tap'
 import { storeContract } from '../stores/contract.js'
-import { StoreUnavailableError } from '../plugins/http-errors.js'
-import { createMemoryStore } from '../stores/memory.js'
+import { StoreUnavailableError } from '../errors/index.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 import type { PlantStore } from '../stores/types.js'
 
 /** Runs the contract on stores from `open`; resolves the names of the tests that failed. */

@@ -15,6 +15,6 @@ t.test('any other failure to load a store module is passed on as it is', async (
 })
 
 t.test('an installed driver loads', async (t) => {
-  const module = await loadDriver('pg', () => import('../stores/postgres.js'))
+  const module = await loadDriver('pg', () => import('../stores/postgres/store.js'))
   t.type(module.openPostgresStore, 'function')
 })

@@ -4,7 +4,7 @@ import { AUTH, build, createPlant, JSON_TYPE, type App } from './helpers/app.js'
 import { startReceiver } from './helpers/receiver.js'
 import { eventually, newSecret, verifyDelivery, webhooksFor } from './helpers/webhooks.js'
 import { parseExactJson } from '../client/exact-json.js'
-import { createMemoryStore } from '../stores/memory.js'
+import { createMemoryStore } from '../stores/memory/store.js'
 
 const INT64_MAX = 2n ** 63n - 1n
 const INT64_MIN = -(2n ** 63n)
@@ -260,7 +260,7 @@ t.test('SSRF: an endpoint on loopback without the allow-list is blocked; nothing
 })
 
 t.test('a store of the host\'s own without an outbox: the webhooks option is refused at registration', async (t) => {
-  const { createMemoryStore } = await import('../stores/memory.js')
+  const { createMemoryStore } = await import('../stores/memory/store.js')
   const { openOutbox, ...withoutOutbox } = createMemoryStore()
   t.ok(openOutbox)
   await t.rejects(build(t, { store: withoutOutbox, webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }),

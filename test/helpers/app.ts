@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import type { InjectOptions } from 'fastify'
 import type { Test } from 'tap'
-import { createMemoryStore } from '../../stores/memory.js'
+import { createMemoryStore } from '../../stores/memory/store.js'
 import type { PlantStore } from '../../stores/types.js'
 import { appOptions, buildApp, type ServerOptions } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'

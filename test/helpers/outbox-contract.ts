@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
-import { PlantExistsError } from '../../plugins/http-errors.js'
+import { PlantExistsError } from '../../errors/index.js'
 import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
 import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox

@@ -9,7 +9,7 @@ import pg from 'pg'
  * - `wait`: it gave up waiting (lock_timeout, a deadlock, statement_timeout): 503, or another try;
  * - `schema`: the table or its schema is gone: the migration runs again;
  * - `table`: the table is there but not one the store can use (a column renamed or retyped, the
- *   primary key dropped, a privilege revoked; see postgres-table.ts): 503 until it is fixed;
+ *   primary key dropped, a privilege revoked; see table.ts): 503 until it is fixed;
  * - `session`: the session's prepared statements are not the ones the driver holds (lost to a
  *   pooler's DISCARD ALL or a DEALLOCATE, or planned for a table changed since): the connection is
  *   closed and the operation tried once more on another.

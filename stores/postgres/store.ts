@@ -1,13 +1,13 @@
 import pg from 'pg'
-import type { NewPlant, Plant } from '../schemas/index.js'
-import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
-import { classify, isSettingError, PostgresFailure } from './postgres-failures.js'
+import type { NewPlant, Plant } from '../../schemas/index.js'
+import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
+import { classify, isSettingError, PostgresFailure } from './failures.js'
 import {
   createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
-} from './postgres-table.js'
-import type { OutboxEventType, OutboxOptions, OutboxStore } from './outbox.js'
-import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './postgres-outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from './types.js'
+} from './table.js'
+import type { OutboxEventType, OutboxOptions, OutboxStore } from '../outbox.js'
+import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
+import { toPlant, type ListOptions, type PlantStore } from '../types.js'
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
 // request fails with 503 within about 2 s when the server is down, unreachable or stuck. The
@@ -169,7 +169,7 @@ function answerFor (failure: PostgresFailure): Error {
  * A store in a PostgreSQL database, shared by any number of service instances, on a pool of its
  * own (for a URL) or on a host's `pg.Pool`, which it uses and never ends. It resolves even when
  * the server is down: the table is then created by the first operation that reaches it. A table
- * there already is checked first (postgres-table.ts): one of another shape is refused now, and
+ * there already is checked first (table.ts): one of another shape is refused now, and
  * makes the store answer 503 when it changes later. A create resolves after COMMIT, which with
  * PostgreSQL's default synchronous_commit=on means the row is flushed to the write-ahead log on
  * stable storage.

@@ -3,12 +3,12 @@ import { dirname, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
-import type { NewPlant, Plant } from '../schemas/index.js'
-import { PlantExistsError, StoreUnavailableError } from '../plugins/http-errors.js'
-import type { OutboxOptions, OutboxStore } from './outbox.js'
-import { sqliteFiles } from './sqlite-files.js'
-import { openSqliteOutbox } from './sqlite-outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from './types.js'
+import type { NewPlant, Plant } from '../../schemas/index.js'
+import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
+import type { OutboxOptions, OutboxStore } from '../outbox.js'
+import { sqliteFiles } from './files.js'
+import { openSqliteOutbox } from './outbox.js'
+import { toPlant, type ListOptions, type PlantStore } from '../types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
 const MIGRATIONS = [

@@ -1,9 +1,9 @@
-import type { NewPlant, Plant } from '../schemas/index.js'
-import { PlantExistsError } from '../plugins/http-errors.js'
-import { createMemoryOutbox } from './memory-outbox.js'
-import type { OutboxOptions, OutboxStore } from './outbox.js'
+import type { NewPlant, Plant } from '../../schemas/index.js'
+import { PlantExistsError } from '../../errors/index.js'
+import { createMemoryOutbox } from './outbox.js'
+import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { SortedIds } from './sorted-ids.js'
-import { toPlant, type ListOptions, type PlantStore } from './types.js'
+import { toPlant, type ListOptions, type PlantStore } from '../types.js'
 
 /** A store in the process's memory: for tests and trials, gone when the process ends. */
 export function createMemoryStore (): PlantStore & OutboxStore {

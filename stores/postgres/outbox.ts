@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import type {
   AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
-} from './outbox.js'
-import { sqlName, type TableName } from './postgres-table.js'
+} from '../outbox.js'
+import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
 export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string) => Promise<pg.QueryResult<R>>

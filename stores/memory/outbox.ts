@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type {
   AttemptRecord, AttemptView, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
-} from './outbox.js'
+} from '../outbox.js'
 
 interface Delivery {
   endpoint: string

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import type {
   AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
-} from './outbox.js'
+} from '../outbox.js'
 
 // Created when webhooks are first configured: without them, nothing of this exists.
 const SCHEMA = `
