@@ -5,6 +5,7 @@ import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../schemas/protocol.js'
 import { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
 import { STORE_URL_PATTERN } from '../stores/index.js'
+import { DEFAULT_DATABASE_URL } from '../stores/sqlite/files.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { DEFAULT_BODY_LIMIT } from '../src/options.js'
 import { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../webhooks/config.js'
@@ -39,7 +40,7 @@ export const ConfigSchema = Type.Object({
   }),
   DATABASE_URL: Type.String({
     pattern: STORE_URL_PATTERN,
-    default: 'sqlite:./data/plants.db',
+    default: DEFAULT_DATABASE_URL,
     description: 'the store: sqlite:<path of a file>, postgres://user@host:port/database or memory:'
   }),
   API_TOKENS: Type.Optional(Type.String({ description: 'accepted bearer tokens, comma-separated' })),

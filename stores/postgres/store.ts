@@ -7,7 +7,7 @@ import {
 } from './table.js'
 import type { OutboxEventType, OutboxOptions, OutboxStore } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from '../types.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
 // request fails with 503 within about 2 s when the server is down, unreachable or stuck. The
@@ -34,11 +34,7 @@ const TYPES = {
     oid === INT8_OID && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format as 'text')
 } as pg.CustomTypesConfig
 
-/** Where the store's warnings go: the plugin passes its logger. */
-export interface StoreLog {
-  warn (message: string): void
-  info (message: string): void
-}
+export type { StoreLog }
 
 /** The PostgreSQL store's options (the plugin's `postgres` option). */
 export interface PostgresStoreOptions {
@@ -56,8 +52,6 @@ export interface PostgresStoreOptions {
   statementTimeout?: number
   log?: StoreLog
 }
-
-const noLog: StoreLog = { warn () {}, info () {} }
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs'
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -6,9 +6,10 @@ import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant, Plant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
-import { sqliteFiles } from './files.js'
+import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
+import { pathNow } from './moved.js'
 import { openSqliteOutbox } from './outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from '../types.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
 const MIGRATIONS = [
@@ -53,21 +54,14 @@ function migrate (db: Database.Database) {
 }
 
 /**
- * Creates `directory` and its missing parents one level at a time. Node's recursive mkdir takes a
- * parent that exists but cannot hold children (procfs answers ENOENT, so does a dangling symlink)
- * for a missing one and retries it forever; here a second ENOENT is final.
+ * The database's folder must be there: a missing one is taken for a mistyped path, which would
+ * otherwise start the service on a new, empty database. Only the default's ./data is made.
  */
-function makeDirectory (directory: string) {
-  try {
-    mkdirSync(directory)
-  } catch (error) {
-    const { code } = error as NodeJS.ErrnoException
-    if (code === 'EEXIST') return
-    // The root (or '.') exists: the walk up ends there at the latest.
-    if (code !== 'ENOENT') throw error
-    makeDirectory(dirname(directory))
-    mkdirSync(directory)
-  }
+function ensureFolder (file: string) {
+  const folder = dirname(file)
+  if (statOf(folder) !== undefined) return
+  if (file !== sqliteFileOf(DEFAULT_DATABASE_URL)) throw new Error(`the folder ${folder} does not exist: create it, or correct the path`)
+  mkdirSync(folder)
 }
 
 // A new file's directory entry must reach the disk too, or a power cut can lose the whole file.
@@ -113,14 +107,20 @@ function statOf (path: string): Stats | undefined {
 
 const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && now.ino === opened.ino && now.dev === opened.dev
 
+export interface SqliteStoreOptions {
+  /** Where the store says what became of a database moved or replaced under it. */
+  log?: StoreLog
+}
+
 /**
- * A store in one SQLite file, created with its folder on first use. WAL with synchronous=FULL
- * fsyncs every commit, so a create resolves only once the plant is on stable storage.
- * better-sqlite3 is synchronous: each statement, and each commit's fsync, holds the event loop.
+ * A store in one SQLite file, created on first use (in a folder that must exist, but for the
+ * default's). WAL with synchronous=FULL fsyncs every commit, so a create resolves only once the
+ * plant is on stable storage. better-sqlite3 is synchronous: each statement, and each commit's
+ * fsync, holds the event loop.
  */
-export function openSqliteStore (path: string): PlantStore & OutboxStore {
+export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptions = {}): PlantStore & OutboxStore {
   const file = resolve(path)
-  makeDirectory(dirname(file))
+  ensureFolder(file)
   const db = new Database(file)
   try {
     db.pragma('journal_mode = WAL')
@@ -144,7 +144,10 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
   const nextPage = db.prepare<[bigint, number], PlantRow>(
     'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?')
   const remove = db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?')
-  const check = db.prepare('SELECT 1')
+  // Readiness is whether a create could write: a write lock taken and given back at once. A -shm
+  // or a database file that cannot be written answers reads but refuses this.
+  const begin = db.prepare('BEGIN IMMEDIATE')
+  const rollback = db.prepare('ROLLBACK')
 
   // A write to a file that was removed or replaced since it was opened would be acknowledged and
   // then lost: each write and each ping compare the inodes of the database, its -wal and its -shm
@@ -156,28 +159,57 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
   let leftNothing = false
   function assertFileKept () {
     const found = paths.map(statOf)
+    const keptUntilNow = !lost
     lost = !found.every((now, i) => isSame(now, opened[i]))
     if (!lost) return
+    if (keptUntilNow) keepAcknowledged()
     // Another file at one of the paths, or our log gone: ours can never be at the path again.
     const replaced = found.some((now, i) => now !== undefined && !isSame(now, opened[i]))
     if (!leftNothing && (replaced || found[1] === undefined)) leaveNothingBehind()
     throw new StoreUnavailableError({ cause: new Error(`${file} (or its -wal or -shm) was removed or replaced while open`) })
   }
   /**
+   * Once a file is not the one opened, the plants acknowledged must stay in a file the operator
+   * can find: SQLite itself does not checkpoint a database moved while open, and its log, once
+   * unlinked, would take them along. The log is copied into the database the store has open,
+   * wherever it is now; when that has no name any more, into a copy beside the path; when the
+   * log cannot be copied whole (a reader of another process holds an older snapshot), it goes
+   * beside the moved database. The log says where.
+   */
+  function keepAcknowledged () {
+    let copied = false
+    try {
+      const [{ log, checkpointed }] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ log: number, checkpointed: number }>
+      copied = checkpointed === log
+    /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
+    } catch {
+      // Said below: the log goes with the database.
+    }
+    let where = isSame(statOf(file), opened[0]) ? file : pathNow(opened[0])
+    if (where === undefined) {
+      const copy = `${file}.recovered-${Date.now()}`
+      try {
+        db.prepare('VACUUM INTO ?').run(copy)
+        where = copy
+      } catch {
+        // The folder is gone too: nowhere to write.
+      }
+    } else if (!copied && where !== file && isSame(statOf(paths[1]), opened[1])) {
+      renameSync(paths[1], `${where}-wal`)
+    }
+    log.warn(`plant-store: the SQLite database ${file} (or its -wal or -shm) was moved, replaced or removed while open: ` +
+      'creates and /readyz answer 503 until it is back or the service is restarted; ' +
+      (where === undefined ? 'its plants could not be saved: its folder is gone' : `every plant acknowledged is in ${where}`))
+  }
+
+  /**
    * Once a file is not the one opened, what is still ours must not be applied to another: SQLite
    * reads whatever -wal and -shm lie beside a database as that database's, and would lay this
-   * database's pages over a file moved in. Our log's plants are first copied into our database,
-   * when that is still at the path (the log alone was removed); then our -wal and -shm are removed
-   * from the path.
+   * database's pages over a file moved in. Our -wal and -shm (their plants copied, above) are
+   * removed from the path.
    */
   function leaveNothingBehind () {
     leftNothing = true
-    try {
-      if (isSame(statOf(file), opened[0])) db.pragma('wal_checkpoint(FULL)')
-    /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
-    } catch {
-      // Its log goes with it.
-    }
     for (const [i, path] of paths.entries()) {
       try {
         if (i > 0 && isSame(statOf(path), opened[i])) unlinkSync(path)
@@ -301,7 +333,8 @@ export function openSqliteStore (path: string): PlantStore & OutboxStore {
     },
     ping: () => read(() => {
       assertFileKept()
-      check.get()
+      begin.run()
+      rollback.run()
     }),
     async close () {
       clearInterval(walTimer)
