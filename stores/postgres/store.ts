@@ -77,6 +77,19 @@ const pingSql = (table: string) => `SELECT current_setting('transaction_read_onl
 // A pooled client's socket failure is also emitted as 'error': unheard, that would crash the process.
 function ignore () {}
 
+// Clients of the store's own pools that reported an error while no one else listened: lost.
+const broken = new WeakSet<pg.ClientBase>()
+
+/**
+ * Gives every client of a pool an error listener for its whole life. The pool removes its own
+ * listener from a new client as it hands it over, inside the socket's data event that completed
+ * the connection: a termination (57P01) in the same chunk reached a client that no one listened
+ * to yet, and crashed the process.
+ */
+function listenForLife (pool: pg.Pool) {
+  pool.on('connect', (client) => client.on('error', () => broken.add(client)))
+}
+
 /** A query of the store's own: ids come back as BigInt. */
 const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], name?: string) =>
   client.query<R>({ text, values, name, types: TYPES })
@@ -93,7 +106,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   } catch (error) {
     throw classify(error, true, false)
   }
-  let lost = false
+  let lost = broken.has(client)
   const onLost = () => { lost = true }
   client.on('error', onLost).on('end', onLost)
   let timer: NodeJS.Timeout | undefined
@@ -118,7 +131,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
     const failure = classify(error, false, lost)
     // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
     // A read-only session is dropped, so that a database made writable again is used as such.
-    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === undefined)
+    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === 'refused')
     client.release(!reusable)
     throw failure
   }
@@ -134,8 +147,17 @@ async function checkShape (client: pg.PoolClient, name: TableName) {
   if (problems.length > 0) throw new PostgresFailure('table', tableShapeError(name, shape.schema, problems))
 }
 
-/** Creates the table (and its schema) when it is not there, then checks that it is one the store can use. */
-async function migrate (client: pg.PoolClient, name: TableName) {
+/**
+ * Creates the table (and its schema) when it is not there, then checks that it is one the store
+ * can use. A table named without a schema is given the one the search_path gives it now, for
+ * good: a search_path changed later (another `plants` put first) does not move the store. Only a
+ * schema named in the options is made; the search_path's is the database owner's.
+ */
+async function migrate (client: pg.PoolClient, name: TableName, makeSchema: boolean) {
+  if (name.schema === undefined) {
+    const { rows: [{ schema }] } = await query<{ schema: string }>(client, "SELECT coalesce(current_schema(), 'public') AS schema")
+    name.schema = schema
+  }
   await client.query('BEGIN')
   try {
     // Instances starting together take turns; the lock ends with the transaction.
@@ -143,7 +165,7 @@ async function migrate (client: pg.PoolClient, name: TableName) {
     const { rows: [{ present }] } = await query<{ present: boolean }>(client, 'SELECT to_regclass($1) IS NOT NULL AS present', [sqlName(name)])
     if (!present) {
       // Made only when missing: CREATE ... IF NOT EXISTS would need the CREATE privilege even then.
-      if (name.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
+      if (makeSchema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
       await client.query(createTableSql(name))
     }
     await client.query('COMMIT')
@@ -171,16 +193,27 @@ function answerFor (failure: PostgresFailure): Error {
 export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & OutboxStore> {
   const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
   const name: TableName = { schema, table }
-  const tableSql = sqlName(name)
-  let insertBatch = { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
   // Set once webhooks are on: creates and deletes then write their events in the same statement.
   let outbox: {
     options: OutboxOptions
     to: Record<OutboxEventType, string[]>
+    tables: ReturnType<typeof outboxTables>
     deleteSql: string
     tablesMade: () => Promise<void>
   } | undefined
-  const ping = pingSql(tableSql)
+  let tableSql = ''
+  let ping = ''
+  let insertBatch = { text: '', name: '' }
+  /** The statements that name the table: again once its schema is known, and once webhooks are on. */
+  function nameStatements () {
+    tableSql = sqlName(name)
+    ping = pingSql(tableSql)
+    insertBatch = outbox !== undefined && outbox.to['plant.created'].length > 0
+      ? { text: insertWithEventsSql(tableSql, outbox.tables), name: `${insertBatchName(tableSql)} with events` }
+      : { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
+    if (outbox !== undefined) outbox.deleteSql = deleteWithEventSql(tableSql, outbox.tables)
+  }
+  nameStatements()
   const queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
   const shared = typeof source !== 'string'
   const pool = shared
@@ -196,14 +229,18 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
   // The pool drops a broken idle connection and opens another when needed; without a listener,
   // a connection the server closes (restart, failover) would crash the process. A shared pool's
   // listener is its owner's.
-  if (!shared) pool.on('error', ignore)
+  if (!shared) {
+    pool.on('error', ignore)
+    listenForLife(pool)
+  }
 
   // The table's state: checked (and made) once, then again whenever an operation finds it changed.
   let migration: Promise<void> | undefined
   let started = false
   let unusable: string | undefined // what was logged of the table last
   const migrated = () => {
-    const current = migration ??= withClient(pool, (client) => migrate(client, name), MIGRATION_TIMEOUT_MS).then(() => {
+    const current = migration ??= withClient(pool, (client) => migrate(client, name, schema !== undefined), MIGRATION_TIMEOUT_MS).then(() => {
+      if (tableSql !== sqlName(name)) nameStatements()
       if (unusable !== undefined) log.info(`plant-store: the PostgreSQL table ${tableSql} can be used again`)
       unusable = undefined
     }, (error) => {
@@ -245,7 +282,7 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
     } catch (error) {
       const { where } = error as PostgresFailure
       if (where === 'session' && again) return run(work, false)
-      if (where !== 'schema' && where !== 'table' && where !== undefined) throw error
+      if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
       await recheck(used)
       if (where === 'schema' && again) return run(work, false)
       throw error
@@ -320,10 +357,30 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       for (const { reject } of groups.flat()) reject(answer)
       return
     }
+    // An id the insert did not return is taken only if it is there now, and the table is still
+    // the store's: a trigger or rule may have stored it elsewhere, under another id, or nowhere.
+    const missing = groups.filter(([first]) => !inserted.has(String(first.plant.id))).map(([first]) => first.plant.id)
+    let taken = new Set<string>()
+    let failure: Error | undefined
+    if (missing.length > 0) {
+      try {
+        taken = await answered(async (client) => {
+          await checkShape(client, name)
+          const { rows } = await query<{ id: unknown }>(client, `SELECT id FROM ${tableSql} WHERE id = ANY($1::int8[])`, [missing])
+          return new Set(rows.map(({ id }) => String(id)))
+        })
+      } catch (error) {
+        failure = error as Error
+      }
+    }
     for (const [first, ...repeats] of groups) {
-      if (inserted.has(String(first.plant.id))) first.resolve(toPlant(first.plant.name, first.plant.tag))
-      else first.reject(new PlantExistsError())
-      for (const { reject } of repeats) reject(new PlantExistsError())
+      const id = String(first.plant.id)
+      const answer = inserted.has(id) || taken.has(id)
+        ? new PlantExistsError()
+        : failure ?? new StoreUnavailableError({ cause: new Error(`PostgreSQL stored nothing for id ${id}, and returned no error`) })
+      if (inserted.has(id)) first.resolve(toPlant(first.plant.name, first.plant.tag))
+      else first.reject(answer)
+      for (const { reject } of repeats) reject(answer)
     }
     // The rows are in, and answered as such; the table is checked after (its failure is logged there).
     await checkIds(result, used!)?.catch(ignore)
@@ -331,8 +388,8 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
 
   // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
   // INSERT, so they share one round trip and one WAL flush. The database's own primary key
-  // decides: an id it did not insert is taken (409). A repeat of an id within the batch waits
-  // for the verdict on the first.
+  // decides: an id it did not insert is taken (409) once read back. A repeat of an id within the
+  // batch waits for the verdict on the first.
   let pending: PendingCreate[] = []
   function insertPending () {
     const batch = pending
@@ -404,12 +461,11 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       outbox = {
         options: outboxOptions,
         to: { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') },
-        deleteSql: deleteWithEventSql(tableSql, tables),
+        tables,
+        deleteSql: '',
         tablesMade
       }
-      if (outbox.to['plant.created'].length > 0) {
-        insertBatch = { text: insertWithEventsSql(tableSql, tables), name: `${insertBatchName(tableSql)} with events` }
-      }
+      nameStatements()
       return postgresOutbox(tables, runQuery, outboxOptions)
     },
     async ping () {
