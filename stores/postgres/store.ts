@@ -38,7 +38,7 @@ export type { StoreLog }
 
 /** The PostgreSQL store's options (the plugin's `postgres` option). */
 export interface PostgresStoreOptions {
-  /** The schema of the table; default: the first schema of the search_path (public). */
+  /** The schema of the table; default: the search_path's first schema (public) at the first migration, kept from then on. */
   schema?: string
   /** The table's name. */
   table?: string
