@@ -177,15 +177,18 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
    * beside the moved database. The log says where.
    */
   function keepAcknowledged () {
+    const atPath = isSame(statOf(file), opened[0])
     let copied = false
     try {
-      const [{ log, checkpointed }] = db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ log: number, checkpointed: number }>
+      // Moved away, its log is also emptied: left at the path, it would be laid over the next
+      // database made there. At the path, the log is only copied, as before any move.
+      const [{ log, checkpointed }] = db.pragma(`wal_checkpoint(${atPath ? 'FULL' : 'TRUNCATE'})`) as Array<{ log: number, checkpointed: number }>
       copied = checkpointed === log
     /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
     } catch {
       // Said below: the log goes with the database.
     }
-    let where = isSame(statOf(file), opened[0]) ? file : pathNow(opened[0])
+    let where = atPath ? file : pathNow(opened[0])
     if (where === undefined) {
       const copy = `${file}.recovered-${Date.now()}`
       try {
