@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { WebhookEndpointNotFoundError, WebhookEventNotFoundError } from '../errors/index.js'
-import { classify } from '../stores/guard.js'
+import { routeErrorFor } from '../stores/guard.js'
 import type { EventView } from '../stores/outbox.js'
 import { webhooksOf } from '../webhooks/plugin.js'
 import {
@@ -18,7 +18,7 @@ export interface WebhookRoutesOptions {
 
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } })
 const notFoundAnswer = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: 'plant-store.Error#' } } } })
-const guarded = <R>(operation: Promise<R>): Promise<R> => operation.catch((error: unknown) => { throw classify(error) })
+const guarded = <R>(operation: Promise<R>): Promise<R> => operation.catch((error: unknown) => { throw routeErrorFor(error) })
 const iso = (date: Date | undefined) => date?.toISOString()
 
 function eventView (event: EventView) {

@@ -15,6 +15,12 @@ export const isAcceptableToken = (token: string) => ACCEPTABLE_TOKEN.test(token)
 /** The 404 of GET and DELETE /plants/{id}: the client tells it from a 404 for a route that does not exist. */
 export const PLANT_NOT_FOUND_MESSAGE = 'No plant has this id'
 
+/** The webhook event types: the one list the settings, the stores' outboxes and the payloads use. */
+export const PLANT_CREATED = 'plant.created'
+export const PLANT_DELETED = 'plant.deleted'
+export const WEBHOOK_EVENT_TYPES = [PLANT_CREATED, PLANT_DELETED] as const
+export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
+
 /** The int64 range of plant ids. */
 export const INT64_MIN = -(2n ** 63n)
 export const INT64_MAX = 2n ** 63n - 1n

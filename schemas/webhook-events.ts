@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox'
 import { plantSchemas } from './plant.js'
 import { DEFAULT_MAX_TEXT_LENGTH, Int64 } from './primitives.js'
+import { PLANT_CREATED, PLANT_DELETED } from './protocol.js'
 
-export const PLANT_CREATED = 'plant.created'
-export const PLANT_DELETED = 'plant.deleted'
+export { PLANT_CREATED, PLANT_DELETED }
 
 const EXAMPLE_TIME = '2026-11-24T00:20:00.123Z'
 

@@ -19,24 +19,12 @@ export interface StoreContractOptions {
   openWithOutage?: () => Promise<StoreOutage>
 }
 
-/**
- * The behaviour the routes rely on, as tests, for any PlantStore: the memory, SQLite and
- * PostgreSQL stores pass it, and a host runs it on a store of its own. Assertions are
- * node:assert's, so any test runner reports them.
- */
-export function storeContract ({ test, open, openWithOutage }: StoreContractOptions): void {
-  const withStore = (name: string, run: (store: PlantStore) => Promise<void>) => test(name, async () => {
-    const store = await open()
-    try {
-      await run(store)
-    } finally {
-      await store.close()
-    }
-  })
+type WithStore = (name: string, run: (store: PlantStore) => Promise<void>) => void
 
-  const ids = async (store: PlantStore, after?: bigint, limit = 1000) =>
-    (await store.list({ after, limit })).map(({ id }) => id)
+const ids = async (store: PlantStore, after?: bigint, limit = 1000) =>
+  (await store.list({ after, limit })).map(({ id }) => id)
 
+function createCases (withStore: WithStore) {
   withStore('create resolves the Plant without its id, with a tag only when one is given', async (store) => {
     assert.deepEqual(await store.create({ id: 1n, name: 'fern' }), { name: 'fern' })
     assert.deepEqual(await store.create({ id: 2n, name: 'rose', tag: 'flower' }), { name: 'rose', tag: 'flower' })
@@ -76,7 +64,9 @@ export function storeContract ({ test, open, openWithOutage }: StoreContractOpti
     assert.deepEqual(listed.map(({ id }) => id), [INT64_MIN, -(2n ** 53n) - 1n, 2n ** 53n + 1n, INT64_MAX])
     assert.ok(listed.every(({ id, name }) => typeof id === 'bigint' && name === String(id)), 'ids are exact BigInts')
   })
+}
 
+function listAndDeleteCases (withStore: WithStore) {
   withStore('list orders ids numerically, respects limit and uses after as an exclusive cursor', async (store) => {
     for (const id of [10n, -5n, 2n]) await store.create({ id, name: `plant ${id}` })
     assert.deepEqual(await store.list({ limit: 100 }), [
@@ -118,8 +108,9 @@ export function storeContract ({ test, open, openWithOutage }: StoreContractOpti
   withStore('ping resolves', async (store) => {
     await store.ping()
   })
+}
 
-  if (openWithOutage === undefined) return
+function outageCase (test: StoreContractOptions['test'], openWithOutage: NonNullable<StoreContractOptions['openWithOutage']>) {
   test('while unavailable: creates of one id all reject StoreUnavailableError (503), none PlantExistsError; other operations answer or reject StoreUnavailableError', async () => {
     const { store, down, up } = await openWithOutage()
     try {
@@ -155,4 +146,23 @@ export function storeContract ({ test, open, openWithOutage }: StoreContractOpti
       await store.close()
     }
   })
+}
+
+/**
+ * The behaviour the routes rely on, as tests, for any PlantStore: the memory, SQLite and
+ * PostgreSQL stores pass it, and a host runs it on a store of its own. Assertions are
+ * node:assert's, so any test runner reports them.
+ */
+export function storeContract ({ test, open, openWithOutage }: StoreContractOptions): void {
+  const withStore = (name: string, run: (store: PlantStore) => Promise<void>) => test(name, async () => {
+    const store = await open()
+    try {
+      await run(store)
+    } finally {
+      await store.close()
+    }
+  })
+  createCases(withStore)
+  listAndDeleteCases(withStore)
+  if (openWithOutage !== undefined) outageCase(test, openWithOutage)
 }

@@ -18,14 +18,14 @@ function unavailable (cause: unknown): Error {
 }
 
 /** What a store's failure means to the routes: one of three errors, with the service's own message. */
-export function classify (cause: unknown): Error {
+export function routeErrorFor (cause: unknown): Error {
   const code = (cause as { code?: unknown } | null)?.code
   if (code === EXISTS) return new PlantExistsError({ cause })
   if (code === UNAVAILABLE) return unavailable(cause)
   return new StoreFailedError({ cause })
 }
 
-const fail = (cause: unknown): never => { throw classify(cause) }
+const fail = (cause: unknown): never => { throw routeErrorFor(cause) }
 
 /**
  * The store as the routes see it, whoever wrote it: a failure reaches them as PlantExistsError
@@ -42,7 +42,7 @@ export function guardStore (store: PlantStore): PlantStore {
         return method(...args).then(undefined, fail)
       } catch (error) {
         // A method that throws instead of rejecting fails the same way.
-        return Promise.reject(classify(error))
+        return Promise.reject(routeErrorFor(error))
       }
     }
   }

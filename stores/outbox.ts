@@ -1,5 +1,7 @@
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../schemas/protocol.js'
+
 /**
- * The webhook outbox a store keeps beside its plants (issue 16). Once a store's outbox is opened,
+ * The webhook outbox a store keeps beside its plants. Once a store's outbox is opened,
  * every create it acknowledges has written, in the same transaction (and group commit) as the
  * plant, one event row and one delivery row per endpoint subscribed to its type; a delete that
  * deleted a plant does the same for plant.deleted. A failed create (409, 400, 503) writes none.
@@ -10,8 +12,7 @@
  * Bookkeeping (claims, results) needs no fsync of its own: losing a mark only sends again.
  */
 
-export const OUTBOX_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const
-export type OutboxEventType = typeof OUTBOX_EVENT_TYPES[number]
+export type OutboxEventType = WebhookEventType
 
 /** What an attempt came to: the `outcome` label of the attempts metric. */
 export const ATTEMPT_OUTCOMES = ['success', 'http_error', 'timeout', 'network', 'blocked', 'gone'] as const
@@ -148,6 +149,14 @@ export interface WebhookOutbox {
 export interface OutboxStore {
   /** Called once, before the store's first create; from then on creates and deletes write events. */
   openOutbox (options: OutboxOptions): Promise<WebhookOutbox>
+}
+
+/** The endpoints that take each event type, by name: the deliveries an event of that type gets. */
+export type Subscribers = Record<OutboxEventType, string[]>
+
+export function subscribersOf (endpoints: readonly OutboxEndpoint[]): Subscribers {
+  const entries = WEBHOOK_EVENT_TYPES.map((type) => [type, endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)])
+  return Object.fromEntries(entries) as Subscribers
 }
 
 export const hasOutbox = (store: object): store is OutboxStore =>

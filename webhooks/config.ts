@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs'
 import ipaddr from 'ipaddr.js'
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../schemas/protocol.js'
 
-export const WEBHOOK_EVENT_TYPES = ['plant.created', 'plant.deleted'] as const
-export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
+export { WEBHOOK_EVENT_TYPES, type WebhookEventType }
 
 /** Standard Webhooks' retry table: the waits after each failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,24h'

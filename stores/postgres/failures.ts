@@ -53,7 +53,7 @@ export class PostgresFailure extends Error {
  * Where `error` happened, given that it came while connecting or using a connection, and whether
  * that connection was lost meanwhile (the client reported an error or its end).
  */
-export function classify (error: unknown, connecting: boolean, lost: boolean): PostgresFailure {
+export function locateFailure (error: unknown, connecting: boolean, lost: boolean): PostgresFailure {
   if (error instanceof PostgresFailure) return error
   if ((error as Error | undefined)?.message === NO_TLS) return new PostgresFailure('connection', new Error(NO_TLS_MESSAGE, { cause: error }))
   if (connecting || lost) return new PostgresFailure('connection', error)

@@ -108,10 +108,8 @@ interface EventRow {
   }>
 }
 
-/** The outbox's own statements, on the store's connections. */
-export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions): WebhookOutbox {
-  const { events, deliveries, attempts, endpoints: endpointTable } = tables
-  const names = endpoints.map(({ name }) => name)
+/** The outbox's statements on its tables. */
+function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: Tables) {
   const claimSql = `WITH ${NO_FSYNC},
     want AS (SELECT * FROM unnest($1::text[], $2::int4[]) AS w(endpoint, n)),
     due AS (SELECT d.seq, d.endpoint FROM want JOIN ${endpointTable} en ON en.name = want.endpoint AND en.enabled
@@ -149,97 +147,121 @@ export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints 
   const listSql = `${eventsSql('e.seq > $1')} ORDER BY e.seq LIMIT $2`
   const oneSql = eventsSql('e.seq = $1')
 
-  const view = (row: EventRow): EventView => ({
-    seq: row.seq,
-    messageId: row.message_id,
-    type: row.type,
-    payload: row.payload,
-    createdAt: row.created_at,
-    deliveries: row.deliveries.map((delivery) => ({
-      endpoint: delivery.endpoint,
-      state: delivery.state,
-      attempts: delivery.attempts,
-      ...(delivery.state === 'pending' && { dueAt: new Date(delivery.due_at) }),
-      history: delivery.history.map((attempt) => ({
-        at: new Date(attempt.at),
-        outcome: attempt.outcome,
-        ...(attempt.status !== null && { status: attempt.status }),
-        ...(attempt.error !== null && { error: attempt.error }),
-        durationMs: attempt.duration_ms
-      }))
-    }))
-  })
+  return { claimSql, recordSql, releaseSql, listSql, oneSql }
+}
 
-  return {
-    async claim (wants, leaseMs) {
-      const now = Date.now()
-      // One claim id for the whole call: a result is written under it and its delivery's key.
-      const claim = randomUUID()
-      const { rows } = await runQuery<{ seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string }>(
-        claimSql, [wants.map(({ endpoint }) => endpoint), wants.map(({ limit }) => limit), new Date(now), claim, new Date(now + leaseMs)])
-      return rows.map((row): ClaimedDelivery => ({
-        seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim
-      }))
-    },
-    async record (records: readonly AttemptRecord[]) {
-      const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick)
-      await runQuery(recordSql, [
-        column(({ seq }) => seq), column(({ endpoint }) => endpoint), column(({ claim }) => claim), column(({ next }) => next.state),
-        column(({ next }) => next.state === 'pending' ? next.dueAt : new Date(0)), column(({ outcome }) => outcome),
-        column(({ status }) => status ?? null), column(({ error }) => error ?? null), column(({ at }) => at), column(({ durationMs }) => durationMs)
-      ])
-    },
-    async release (claims) {
-      await runQuery(releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date()])
-    },
-    async endpoints () {
-      const { rows } = await runQuery<{
-        name: string, enabled: boolean, disabled_reason: string | null, disabled_at: Date | null, last_success_at: Date | null, failing_since: Date | null
-      }>(`SELECT * FROM ${endpointTable} ORDER BY name`, [])
-      return rows.map((row): EndpointState => ({
-        name: row.name,
-        enabled: row.enabled,
-        ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
-        ...(row.disabled_at !== null && { disabledAt: row.disabled_at }),
-        ...(row.last_success_at !== null && { lastSuccessAt: row.last_success_at }),
-        ...(row.failing_since !== null && { failingSince: row.failing_since })
-      }))
-    },
-    async setEnabled (endpoint, enabled, reason) {
-      const { rowCount } = await runQuery(`UPDATE ${endpointTable} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
-        failing_since = CASE WHEN $2 THEN NULL ELSE failing_since END WHERE name = $1`,
-      [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date()])
-      return rowCount === 1
-    },
-    async events ({ after, limit }) {
-      const { rows } = await runQuery<EventRow>(listSql, [after ?? -(2n ** 63n), limit])
-      return rows.map(view)
-    },
-    async event (seq) {
-      const { rows: [row] } = await runQuery<EventRow>(oneSql, [seq])
-      return row && view(row)
-    },
-    async redeliver (seq, endpoint, attemptsSoFar) {
-      const { rowCount } = await runQuery(`UPDATE ${deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
-        WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date()])
-      return Number(rowCount)
-    },
-    async stats () {
-      const { rows } = await runQuery<{ endpoint: string, pending: number, failed: number, oldest: Date | null }>(`SELECT n.name AS endpoint,
-        (SELECT count(*)::int4 FROM ${deliveries} d WHERE d.endpoint = n.name AND d.state = 'pending') AS pending,
-        (SELECT count(*)::int4 FROM ${deliveries} d WHERE d.endpoint = n.name AND d.state = 'failed') AS failed,
-        (SELECT min(e.created_at) FROM ${deliveries} d JOIN ${events} e ON e.seq = d.seq WHERE d.endpoint = n.name AND d.state = 'pending') AS oldest
-        FROM unnest($1::text[]) AS n(name)`, [names])
-      const now = Date.now()
-      return rows.map(({ endpoint, pending, failed, oldest }) => ({ endpoint, pending, failed, oldestPendingMs: oldest === null ? 0 : now - oldest.getTime() }))
-    },
-    async prune (before) {
-      const { rowCount } = await runQuery(`WITH doomed AS (SELECT seq FROM ${events} e WHERE created_at < $1
-          AND NOT EXISTS (SELECT 1 FROM ${deliveries} d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT $2),
-        a AS (DELETE FROM ${attempts} WHERE seq IN (SELECT seq FROM doomed)),
-        d AS (DELETE FROM ${deliveries} WHERE seq IN (SELECT seq FROM doomed))
-        DELETE FROM ${events} WHERE seq IN (SELECT seq FROM doomed)`, [before, PRUNE_BATCH])
-      return Number(rowCount)
-    }
+const viewOf = (row: EventRow): EventView => ({
+  seq: row.seq,
+  messageId: row.message_id,
+  type: row.type,
+  payload: row.payload,
+  createdAt: row.created_at,
+  deliveries: row.deliveries.map((delivery) => ({
+    endpoint: delivery.endpoint,
+    state: delivery.state,
+    attempts: delivery.attempts,
+    ...(delivery.state === 'pending' && { dueAt: new Date(delivery.due_at) }),
+    history: delivery.history.map((attempt) => ({
+      at: new Date(attempt.at),
+      outcome: attempt.outcome,
+      ...(attempt.status !== null && { status: attempt.status }),
+      ...(attempt.error !== null && { error: attempt.error }),
+      durationMs: attempt.duration_ms
+    }))
+  }))
+})
+
+/** The outbox's own statements, on the store's connections. */
+class PostgresOutbox implements WebhookOutbox {
+  readonly #sql: ReturnType<typeof outboxSql>
+  readonly #names: string[]
+
+  constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, endpoints: OutboxOptions['endpoints']) {
+    this.#sql = outboxSql(tables)
+    this.#names = endpoints.map(({ name }) => name)
   }
+
+  async claim (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) {
+    const now = Date.now()
+    // One claim id for the whole call: a result is written under it and its delivery's key.
+    const claim = randomUUID()
+    const { rows } = await this.runQuery<{ seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string }>(
+      this.#sql.claimSql, [wants.map(({ endpoint }) => endpoint), wants.map(({ limit }) => limit), new Date(now), claim, new Date(now + leaseMs)])
+    return rows.map((row): ClaimedDelivery => ({
+      seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim
+    }))
+  }
+
+  async record (records: readonly AttemptRecord[]) {
+    const column = <T>(pick: (record: AttemptRecord) => T) => records.map(pick)
+    await this.runQuery(this.#sql.recordSql, [
+      column(({ seq }) => seq), column(({ endpoint }) => endpoint), column(({ claim }) => claim), column(({ next }) => next.state),
+      column(({ next }) => next.state === 'pending' ? next.dueAt : new Date(0)), column(({ outcome }) => outcome),
+      column(({ status }) => status ?? null), column(({ error }) => error ?? null), column(({ at }) => at), column(({ durationMs }) => durationMs)
+    ])
+  }
+
+  async release (claims: Parameters<WebhookOutbox['release']>[0]) {
+    await this.runQuery(this.#sql.releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date()])
+  }
+
+  async endpoints () {
+    const { rows } = await this.runQuery<{
+      name: string, enabled: boolean, disabled_reason: string | null, disabled_at: Date | null, last_success_at: Date | null, failing_since: Date | null
+    }>(`SELECT * FROM ${this.tables.endpoints} ORDER BY name`, [])
+    return rows.map((row): EndpointState => ({
+      name: row.name,
+      enabled: row.enabled,
+      ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+      ...(row.disabled_at !== null && { disabledAt: row.disabled_at }),
+      ...(row.last_success_at !== null && { lastSuccessAt: row.last_success_at }),
+      ...(row.failing_since !== null && { failingSince: row.failing_since })
+    }))
+  }
+
+  async setEnabled (endpoint: string, enabled: boolean, reason?: string) {
+    const { rowCount } = await this.runQuery(`UPDATE ${this.tables.endpoints} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
+      failing_since = CASE WHEN $2 THEN NULL ELSE failing_since END WHERE name = $1`,
+    [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date()])
+    return rowCount === 1
+  }
+
+  async events ({ after, limit }: Parameters<WebhookOutbox['events']>[0]) {
+    const { rows } = await this.runQuery<EventRow>(this.#sql.listSql, [after ?? -(2n ** 63n), limit])
+    return rows.map(viewOf)
+  }
+
+  async event (seq: bigint) {
+    const { rows: [row] } = await this.runQuery<EventRow>(this.#sql.oneSql, [seq])
+    return row && viewOf(row)
+  }
+
+  async redeliver (seq: bigint, endpoint: string | undefined, attemptsSoFar: number) {
+    const { rowCount } = await this.runQuery(`UPDATE ${this.tables.deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
+      WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date()])
+    return Number(rowCount)
+  }
+
+  async stats () {
+    const { rows } = await this.runQuery<{ endpoint: string, pending: number, failed: number, oldest: Date | null }>(`SELECT n.name AS endpoint,
+      (SELECT count(*)::int4 FROM ${this.tables.deliveries} d WHERE d.endpoint = n.name AND d.state = 'pending') AS pending,
+      (SELECT count(*)::int4 FROM ${this.tables.deliveries} d WHERE d.endpoint = n.name AND d.state = 'failed') AS failed,
+      (SELECT min(e.created_at) FROM ${this.tables.deliveries} d JOIN ${this.tables.events} e ON e.seq = d.seq WHERE d.endpoint = n.name AND d.state = 'pending') AS oldest
+      FROM unnest($1::text[]) AS n(name)`, [this.#names])
+    const now = Date.now()
+    return rows.map(({ endpoint, pending, failed, oldest }) => ({ endpoint, pending, failed, oldestPendingMs: oldest === null ? 0 : now - oldest.getTime() }))
+  }
+
+  async prune (before: Date) {
+    const { rowCount } = await this.runQuery(`WITH doomed AS (SELECT seq FROM ${this.tables.events} e WHERE created_at < $1
+        AND NOT EXISTS (SELECT 1 FROM ${this.tables.deliveries} d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT $2),
+      a AS (DELETE FROM ${this.tables.attempts} WHERE seq IN (SELECT seq FROM doomed)),
+      d AS (DELETE FROM ${this.tables.deliveries} WHERE seq IN (SELECT seq FROM doomed))
+      DELETE FROM ${this.tables.events} WHERE seq IN (SELECT seq FROM doomed)`, [before, PRUNE_BATCH])
+    return Number(rowCount)
+  }
+}
+
+export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions): WebhookOutbox {
+  return new PostgresOutbox(tables, runQuery, endpoints)
 }

@@ -1,11 +1,12 @@
 import pg from 'pg'
-import type { NewPlant, Plant } from '../../schemas/index.js'
+import type { NewPlant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
-import { classify, isSettingError, PostgresFailure } from './failures.js'
+import { locateFailure, isSettingError, PostgresFailure } from './failures.js'
 import {
   createTableSql, DEFAULT_TABLE, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape
 } from './table.js'
-import type { OutboxEventType, OutboxOptions, OutboxStore } from '../outbox.js'
+import { GroupCommit, type PendingCreate } from '../group-commit.js'
+import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
 import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
@@ -55,12 +56,6 @@ export interface PostgresStoreOptions {
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
-interface PendingCreate {
-  plant: NewPlant
-  resolve: (plant: Plant) => void
-  reject: (error: unknown) => void
-}
-
 // In ascending id order: batches take their row locks in one order, so that none can wait for
 // another while holding a row the other waits for (a deadlock).
 const insertBatchSql = (table: string) => `INSERT INTO ${table} (id, name, tag)
@@ -80,16 +75,6 @@ function ignore () {}
 // Clients of the store's own pools that reported an error while no one else listened: lost.
 const broken = new WeakSet<pg.ClientBase>()
 
-/**
- * Gives every client of a pool an error listener for its whole life. The pool removes its own
- * listener from a new client as it hands it over, inside the socket's data event that completed
- * the connection: a termination (57P01) in the same chunk reached a client that no one listened
- * to yet, and crashed the process.
- */
-function listenForLife (pool: pg.Pool) {
-  pool.on('connect', (client) => client.on('error', () => broken.add(client)))
-}
-
 /** A query of the store's own: ids come back as BigInt. */
 const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], name?: string) =>
   client.query<R>({ text, values, name, types: TYPES })
@@ -104,7 +89,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   try {
     client = await pool.connect()
   } catch (error) {
-    throw classify(error, true, false)
+    throw locateFailure(error, true, false)
   }
   let lost = broken.has(client)
   const onLost = () => { lost = true }
@@ -128,7 +113,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
     return result
   } catch (error) {
     done()
-    const failure = classify(error, false, lost)
+    const failure = locateFailure(error, false, lost)
     // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
     // A read-only session is dropped, so that a database made writable again is used as such.
     const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === 'refused')
@@ -148,10 +133,10 @@ async function checkShape (client: pg.PoolClient, name: TableName) {
 }
 
 /**
- * Creates the table (and its schema) when it is not there, then checks that it is one the store
- * can use. A table named without a schema is given the one the search_path gives it now, for
- * good: a search_path changed later (another `plants` put first) does not move the store. Only a
- * schema named in the options is made; the search_path's is the database owner's.
+ * Creates the table (and its schema, when the options name one) when it is not there, then checks
+ * that it is one the store can use. A table named without a schema is given the one the
+ * search_path gives it now, for good: a search_path changed later (another `plants` put first)
+ * does not move the store.
  */
 async function migrate (client: pg.PoolClient, name: TableName, makeSchema: boolean) {
   if (name.schema === undefined) {
@@ -181,6 +166,99 @@ function answerFor (failure: PostgresFailure): Error {
   return failure.where === undefined ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
 }
 
+/** What the store holds once webhooks are on: creates and deletes then write their events in the same statement. */
+interface OutboxState {
+  options: OutboxOptions
+  to: Subscribers
+  tables: ReturnType<typeof outboxTables>
+  tablesMade: () => Promise<void>
+}
+
+/** The store's own pool for a URL; a host's pool is used as it is. */
+function poolFor (source: string | pg.Pool, options: PostgresStoreOptions, statementTimeout: number): pg.Pool {
+  if (typeof source !== 'string') return source
+  const pool = new pg.Pool({
+    connectionString: source,
+    max: options.poolSize,
+    connectionTimeoutMillis: options.connectionTimeout ?? CONNECT_TIMEOUT_MS,
+    idleTimeoutMillis: options.idleTimeout,
+    statement_timeout: statementTimeout,
+    lock_timeout: Math.min(LOCK_TIMEOUT_MS, statementTimeout)
+  })
+  // The pool drops a broken idle connection and opens another when needed; without a listener,
+  // a connection the server closes (restart, failover) would crash the process. A shared pool's
+  // listener is its owner's.
+  pool.on('error', ignore)
+  // The pool removes its own listener from a new client as it hands it over, inside the socket's
+  // data event that completed the connection: a termination (57P01) in the same chunk reached a
+  // client that no one listened to yet, and crashed the process. Each has one for its whole life.
+  pool.on('connect', (client) => client.on('error', () => broken.add(client)))
+  return pool
+}
+
+/** Groups a batch's creates by id, in arrival order: a repeat of an id waits for the verdict on the first. */
+function groupsById (batch: PendingCreate[]): PendingCreate[][] {
+  const groups = new Map<bigint, PendingCreate[]>()
+  for (const create of batch) {
+    const same = groups.get(create.plant.id)
+    if (same) same.push(create)
+    else groups.set(create.plant.id, [create])
+  }
+  return [...groups.values()]
+}
+
+/**
+ * The table's state: checked (and made) once, then again whenever an operation finds it changed.
+ * While it is unusable, operations fail at once and the catalog is asked again at most every RECHECK_MS.
+ */
+class TableCheck {
+  #migration: Promise<void> | undefined
+  /** Set once the store has started: from then on a table turning unusable is logged. */
+  started = false
+  /** What was logged of the table last, while it is unusable. */
+  unusable: string | undefined
+
+  constructor (readonly pool: pg.Pool, readonly name: TableName, readonly makeSchema: boolean, readonly log: StoreLog) {}
+
+  migrated (): Promise<void> {
+    const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.makeSchema), MIGRATION_TIMEOUT_MS)
+      .then(() => {
+        if (this.unusable !== undefined) this.log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
+        this.unusable = undefined
+      }, (error) => this.#failed(error as PostgresFailure, current))
+    return current
+  }
+
+  #failed (failure: PostgresFailure, current: Promise<void>): never {
+    if (failure.where !== 'table') {
+      this.#migration = undefined
+      throw failure
+    }
+    // One line when the table turns unusable, not one per request; a start-up refusal says it itself.
+    const message = (failure.cause as Error).message
+    if (this.started && message !== this.unusable) this.log.warn(message)
+    this.unusable = message
+    // Meanwhile every operation fails at once, without asking the database.
+    // c8: whether a recheck replaced this attempt within RECHECK_MS depends on timing alone.
+    /* c8 ignore next */
+    setTimeout(() => { if (this.#migration === current) this.#migration = undefined }, RECHECK_MS).unref()
+    throw failure
+  }
+
+  /** Has the table checked again, unless another failure did so already since `used`. */
+  recheck (used: Promise<void>) {
+    if (this.#migration === used) this.#migration = undefined
+    return this.migrated()
+  }
+
+  /** A probe looks at the table again at once, rather than repeat an unusable one's verdict. */
+  forgetUnusable () {
+    if (this.unusable !== undefined) this.#migration = undefined
+  }
+}
+
+type Work<R> = (client: pg.PoolClient, used: Promise<void>) => Promise<R>
+
 /**
  * A store in a PostgreSQL database, shared by any number of service instances, on a pool of its
  * own (for a URL) or on a host's `pg.Pool`, which it uses and never ends. It resolves even when
@@ -188,83 +266,53 @@ function answerFor (failure: PostgresFailure): Error {
  * there already is checked first (table.ts): one of another shape is refused now, and
  * makes the store answer 503 when it changes later. A create resolves after COMMIT, which with
  * PostgreSQL's default synchronous_commit=on means the row is flushed to the write-ahead log on
- * stable storage.
+ * stable storage. Its operations are own properties, so that a host can spread the store into a wrapper.
  */
-export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & OutboxStore> {
-  const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
-  const name: TableName = { schema, table }
-  // Set once webhooks are on: creates and deletes then write their events in the same statement.
-  let outbox: {
-    options: OutboxOptions
-    to: Record<OutboxEventType, string[]>
-    tables: ReturnType<typeof outboxTables>
-    deleteSql: string
-    tablesMade: () => Promise<void>
-  } | undefined
-  let tableSql = ''
-  let ping = ''
-  let insertBatch = { text: '', name: '' }
-  /** The statements that name the table: again once its schema is known, and once webhooks are on. */
-  function nameStatements () {
-    tableSql = sqlName(name)
-    ping = pingSql(tableSql)
-    insertBatch = outbox !== undefined && outbox.to['plant.created'].length > 0
-      ? { text: insertWithEventsSql(tableSql, outbox.tables), name: `${insertBatchName(tableSql)} with events` }
-      : { text: insertBatchSql(tableSql), name: insertBatchName(tableSql) }
-    if (outbox !== undefined) outbox.deleteSql = deleteWithEventSql(tableSql, outbox.tables)
-  }
-  nameStatements()
-  const queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
-  const shared = typeof source !== 'string'
-  const pool = shared
-    ? source
-    : new pg.Pool({
-      connectionString: source,
-      max: options.poolSize,
-      connectionTimeoutMillis: options.connectionTimeout ?? CONNECT_TIMEOUT_MS,
-      idleTimeoutMillis: options.idleTimeout,
-      statement_timeout: statementTimeout,
-      lock_timeout: Math.min(LOCK_TIMEOUT_MS, statementTimeout)
-    })
-  // The pool drops a broken idle connection and opens another when needed; without a listener,
-  // a connection the server closes (restart, failover) would crash the process. A shared pool's
-  // listener is its owner's.
-  if (!shared) {
-    pool.on('error', ignore)
-    listenForLife(pool)
+class PostgresStore implements PlantStore, OutboxStore {
+  readonly #pool: pg.Pool
+  readonly #shared: boolean
+  readonly #name: TableName
+  readonly #queryTimeout: number
+  readonly #table: TableCheck
+  #outbox: OutboxState | undefined
+  // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
+  // INSERT, so they share one round trip and one WAL flush. The database's own primary key
+  // decides: an id it did not insert is taken (409) once read back.
+  readonly #commits = new GroupCommit((batch) => this.#insertGroups(groupsById(batch)))
+
+  constructor (source: string | pg.Pool, options: PostgresStoreOptions) {
+    const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
+    this.#name = { schema, table }
+    this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
+    this.#shared = typeof source !== 'string'
+    this.#pool = poolFor(source, options, statementTimeout)
+    this.#table = new TableCheck(this.#pool, this.#name, schema !== undefined, log)
   }
 
-  // The table's state: checked (and made) once, then again whenever an operation finds it changed.
-  let migration: Promise<void> | undefined
-  let started = false
-  let unusable: string | undefined // what was logged of the table last
-  const migrated = () => {
-    const current = migration ??= withClient(pool, (client) => migrate(client, name, schema !== undefined), MIGRATION_TIMEOUT_MS).then(() => {
-      if (tableSql !== sqlName(name)) nameStatements()
-      if (unusable !== undefined) log.info(`plant-store: the PostgreSQL table ${tableSql} can be used again`)
-      unusable = undefined
-    }, (error) => {
-      const failure = error as PostgresFailure
-      if (failure.where !== 'table') {
-        migration = undefined
-        throw error
-      }
-      // One line when the table turns unusable, not one per request; a start-up refusal says it itself.
-      const message = (failure.cause as Error).message
-      if (started && message !== unusable) log.warn(message)
-      unusable = message
-      // Meanwhile every operation fails at once, without asking the database.
-      // c8: whether a recheck replaced this attempt within RECHECK_MS depends on timing alone.
-      /* c8 ignore next */
-      setTimeout(() => { if (migration === current) migration = undefined }, RECHECK_MS).unref()
-      throw error
-    })
-    return current
+  // Named by schema once the first migration has resolved it: a search_path changed later does not move the store.
+  get #tableSql () {
+    return sqlName(this.#name)
   }
-  /** Has the table checked again, unless another failure did so already since `used`. */
-  function recheck (used: Promise<void>) {
-    if (migration === used) migration = undefined
-    return migrated()
+
+  // With webhooks on, a create writes its events in the same statement.
+  get #insertBatch () {
+    const table = this.#tableSql
+    return this.#outbox !== undefined && this.#outbox.to['plant.created'].length > 0
+      ? { text: insertWithEventsSql(table, this.#outbox.tables), name: `${insertBatchName(table)} with events` }
+      : { text: insertBatchSql(table), name: insertBatchName(table) }
+  }
+
+  /** Checks (and makes) the table; a server that is down is left to the first operation, a setting to fix is refused. */
+  async start () {
+    try {
+      await this.#table.migrated()
+    } catch (error) {
+      if (isSettingError(error as PostgresFailure)) {
+        if (!this.#shared) await this.#pool.end()
+        throw (error as PostgresFailure).cause
+      }
+    }
+    this.#table.started = true
   }
 
   /**
@@ -274,17 +322,17 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
    * one is made again and the work tried once more. Once more too when the session's prepared
    * statements were not what the driver held (on another connection: withClient closed that one).
    */
-  async function run<R> (work: (client: pg.PoolClient, used: Promise<void>) => Promise<R>, again = true): Promise<R> {
-    const used = migrated()
+  async #run<R> (work: Work<R>, again = true): Promise<R> {
+    const used = this.#table.migrated()
     await used
     try {
-      return await withClient(pool, (client) => work(client, used), queryTimeout)
+      return await withClient(this.#pool, (client) => work(client, used), this.#queryTimeout)
     } catch (error) {
       const { where } = error as PostgresFailure
-      if (where === 'session' && again) return run(work, false)
+      if (where === 'session' && again) return this.#run(work, false)
       if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
-      await recheck(used)
-      if (where === 'schema' && again) return run(work, false)
+      await this.#table.recheck(used)
+      if (where === 'schema' && again) return this.#run(work, false)
       throw error
     }
   }
@@ -293,64 +341,61 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
    * Ids that come back as anything but int8 mean the table was changed under the store (a column
    * retyped): it is checked again, which fails (503) when the change makes it unusable.
    */
-  const checkIds = (result: pg.QueryResult, used: Promise<void>) => result.fields[0].dataTypeID === INT8_OID
-    ? undefined
-    : recheck(used).then(undefined, (error: unknown) => { throw answerFor(error as PostgresFailure) })
+  #checkIds (result: pg.QueryResult, used: Promise<void>) {
+    return result.fields[0].dataTypeID === INT8_OID
+      ? undefined
+      : this.#table.recheck(used).then(undefined, (error: unknown) => { throw answerFor(error as PostgresFailure) })
+  }
 
   /** `run`, with a failure turned into what it means to a client. */
-  async function answered<R> (work: (client: pg.PoolClient, used: Promise<void>) => Promise<R>): Promise<R> {
+  async #answered<R> (work: Work<R>): Promise<R> {
     try {
-      return await run(work)
+      return await this.#run(work)
     } catch (error) {
       throw answerFor(error as PostgresFailure)
     }
   }
 
-  try {
-    await migrated()
-  } catch (error) {
-    // A server that is down is retried by the first operation; a setting to fix is refused now.
-    if (isSettingError(error as PostgresFailure)) {
-      if (!shared) await pool.end()
-      throw (error as PostgresFailure).cause
+  /** The INSERT's parameters: the plants, and with plant.created subscribed, their events. */
+  async #insertValues (plants: NewPlant[]): Promise<unknown[]> {
+    const values: unknown[] = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
+    const outbox = this.#outbox
+    if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
+      await outbox.tablesMade()
+      // Made for every plant of the batch; only those of the rows inserted are stored.
+      const at = new Date()
+      const { payloads } = outbox.options
+      values.push(plants.map((plant) => payloads.created(plant, at)), plants.map(() => payloads.messageId()), at, outbox.to['plant.created'])
     }
+    return values
   }
-  started = true
 
   /**
    * Inserts the first plant of each group (the creates of one id) and settles every create: the
    * first resolves when its row is inserted; the others are 409 once the id is stored (by it or
    * before), and share the failure when the insert failed.
    */
-  async function insertGroups (groups: PendingCreate[][]): Promise<void> {
-    const plants = groups.map(([first]) => first.plant)
+  async #insertGroups (groups: PendingCreate[][]): Promise<void> {
     let inserted: Set<string>
     let result: pg.QueryResult<{ id: unknown }>
     let used: Promise<void>
     try {
+      const values = await this.#insertValues(groups.map(([first]) => first.plant))
       // A named statement: each connection parses and plans it once (~10 % more creates per second
       // in the bench, beside pgbench's INSERT).
-      const values: unknown[] = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
-      if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
-        await outbox.tablesMade()
-        // Made for every plant of the batch; only those of the rows inserted are stored.
-        const at = new Date()
-        const { payloads } = outbox.options
-        values.push(plants.map((plant) => payloads.created(plant, at)), plants.map(() => payloads.messageId()), at, outbox.to['plant.created'])
-      }
-      result = await run((client, migration) => {
+      result = await this.#run((client, migration) => {
         used = migration
-        return query<{ id: unknown }>(client, insertBatch.text, values, insertBatch.name)
+        return query<{ id: unknown }>(client, this.#insertBatch.text, values, this.#insertBatch.name)
       })
       // Compared as decimal text: whatever type the ids came back as, an id inserted is never taken for a 409.
       inserted = new Set(result.rows.map(({ id }) => String(id)))
-      if (values.length > 3 && inserted.size > 0) outbox!.options.committed?.('plant.created', inserted.size)
+      if (values.length > 3 && inserted.size > 0) this.#outbox!.options.committed?.('plant.created', inserted.size)
     } catch (error) {
       const failure = error as PostgresFailure
       // A row that another transaction holds made the whole statement give up: each row alone, so
       // that only its own creates wait for it (and fail, if it is still held).
       if (failure.where === 'wait' && groups.length > 1) {
-        await Promise.all(groups.map((group) => insertGroups([group])))
+        await Promise.all(groups.map((group) => this.#insertGroups([group])))
         return
       }
       const answer = answerFor(failure)
@@ -364,9 +409,9 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
     let failure: Error | undefined
     if (missing.length > 0) {
       try {
-        taken = await answered(async (client) => {
-          await checkShape(client, name)
-          const { rows } = await query<{ id: unknown }>(client, `SELECT id FROM ${tableSql} WHERE id = ANY($1::int8[])`, [missing])
+        taken = await this.#answered(async (client) => {
+          await checkShape(client, this.#name)
+          const { rows } = await query<{ id: unknown }>(client, `SELECT id FROM ${this.#tableSql} WHERE id = ANY($1::int8[])`, [missing])
           return new Set(rows.map(({ id }) => String(id)))
         })
       } catch (error) {
@@ -383,104 +428,89 @@ export async function openPostgresStore (source: string | pg.Pool, options: Post
       for (const { reject } of repeats) reject(answer)
     }
     // The rows are in, and answered as such; the table is checked after (its failure is logged there).
-    await checkIds(result, used!)?.catch(ignore)
+    await this.#checkIds(result, used!)?.catch(ignore)
   }
 
-  // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
-  // INSERT, so they share one round trip and one WAL flush. The database's own primary key
-  // decides: an id it did not insert is taken (409) once read back. A repeat of an id within the
-  // batch waits for the verdict on the first.
-  let pending: PendingCreate[] = []
-  function insertPending () {
-    const batch = pending
-    pending = []
-    const groups = new Map<bigint, PendingCreate[]>()
-    for (const create of batch) {
-      const same = groups.get(create.plant.id)
-      if (same) same.push(create)
-      else groups.set(create.plant.id, [create])
-    }
-    return insertGroups([...groups.values()])
+  create = (plant: NewPlant) => this.#commits.create(plant)
+
+  get = async (id: bigint) => {
+    const { rows: [row] } = await this.#answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${this.#tableSql} WHERE id = $1`, [id]))
+    return row && toPlant(row.name, row.tag)
   }
 
-  return {
-    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
-      if (pending.length === 0) setImmediate(insertPending)
-      pending.push({ plant, resolve, reject })
-    }),
-    async get (id: bigint) {
-      const { rows: [row] } = await answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${tableSql} WHERE id = $1`, [id]))
-      return row && toPlant(row.name, row.tag)
-    },
-    async list ({ after, limit }: ListOptions) {
-      let used: Promise<void>
-      const result = await answered((client, migration) => {
-        used = migration
-        return after === undefined
-          ? query<PlantRow>(client, `SELECT id, name, tag FROM ${tableSql} ORDER BY id LIMIT $1`, [limit])
-          : query<PlantRow>(client, `SELECT id, name, tag FROM ${tableSql} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
-      })
-      await checkIds(result, used!)
-      return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
-    },
-    async delete (id: bigint) {
-      if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
-        const { rowCount } = await answered((client) => query(client, `DELETE FROM ${tableSql} WHERE id = $1`, [id]))
-        return rowCount === 1
-      }
-      const at = new Date()
-      const { payloads, committed } = outbox.options
-      const { deleteSql, to } = outbox
-      await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
-      const { rowCount } = await answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted']]))
-      if (rowCount === 1) committed?.('plant.deleted', 1)
+  list = async ({ after, limit }: ListOptions) => {
+    let used: Promise<void>
+    const table = this.#tableSql
+    const result = await this.#answered((client, migration) => {
+      used = migration
+      return after === undefined
+        ? query<PlantRow>(client, `SELECT id, name, tag FROM ${table} ORDER BY id LIMIT $1`, [limit])
+        : query<PlantRow>(client, `SELECT id, name, tag FROM ${table} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
+    })
+    await this.#checkIds(result, used!)
+    return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
+  }
+
+  delete = async (id: bigint) => {
+    const outbox = this.#outbox
+    if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
+      const { rowCount } = await this.#answered((client) => query(client, `DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
       return rowCount === 1
-    },
-    async openOutbox (outboxOptions: OutboxOptions) {
-      const tables = outboxTables(name)
-      const endpointNames = outboxOptions.endpoints.map(({ name }) => name)
-      // Made now when the server answers; while it is down, by the first operation that needs them.
-      let made: Promise<void> | undefined
-      const tablesMade = () => {
-        made ??= run((client) => createOutboxTables(client, tables, name, endpointNames)).catch((error: unknown) => {
-          made = undefined
-          throw error
-        })
-        return made
-      }
-      try {
-        await tablesMade()
-      } catch (error) {
-        if (isSettingError(error as PostgresFailure)) throw (error as PostgresFailure).cause
-      }
-      const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) => {
-        await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
-        return answered((client) => query<R>(client, text, values, statement))
-      }
-      const subscribers = (type: OutboxEventType) => outboxOptions.endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
-      outbox = {
-        options: outboxOptions,
-        to: { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') },
-        tables,
-        deleteSql: '',
-        tablesMade
-      }
-      nameStatements()
-      return postgresOutbox(tables, runQuery, outboxOptions)
-    },
-    async ping () {
-      // A probe looks at the table again at once, rather than repeat an unusable one's verdict.
-      if (unusable !== undefined) migration = undefined
-      await answered(async (client) => {
-        const { rows: [{ writable }] } = await query<{ writable: boolean }>(client, ping)
-        // Thrown inside, so that the read-only session is closed rather than pooled.
-        if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
-        await checkShape(client, name)
-      })
-    },
-    async close () {
-      // A shared pool is its owner's to end.
-      if (!shared && !pool.ending) await pool.end()
     }
+    const at = new Date()
+    const { payloads, committed } = outbox.options
+    const { tables, to } = outbox
+    const deleteSql = deleteWithEventSql(this.#tableSql, tables)
+    await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
+    const { rowCount } = await this.#answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted']]))
+    if (rowCount === 1) committed?.('plant.deleted', 1)
+    return rowCount === 1
   }
+
+  openOutbox = async (outboxOptions: OutboxOptions) => {
+    const tables = outboxTables(this.#name)
+    const endpointNames = outboxOptions.endpoints.map(({ name }) => name)
+    // Made now when the server answers; while it is down, by the first operation that needs them.
+    let made: Promise<void> | undefined
+    const tablesMade = () => {
+      made ??= this.#run((client) => createOutboxTables(client, tables, this.#name, endpointNames)).catch((error: unknown) => {
+        made = undefined
+        throw error
+      })
+      return made
+    }
+    try {
+      await tablesMade()
+    } catch (error) {
+      if (isSettingError(error as PostgresFailure)) throw (error as PostgresFailure).cause
+    }
+    const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) => {
+      await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
+      return this.#answered((client) => query<R>(client, text, values, statement))
+    }
+    this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
+    return postgresOutbox(tables, runQuery, outboxOptions)
+  }
+
+  ping = async () => {
+    this.#table.forgetUnusable()
+    const ping = pingSql(this.#tableSql)
+    await this.#answered(async (client) => {
+      const { rows: [{ writable }] } = await query<{ writable: boolean }>(client, ping)
+      // Thrown inside, so that the read-only session is closed rather than pooled.
+      if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
+      await checkShape(client, this.#name)
+    })
+  }
+
+  close = async () => {
+    // A shared pool is its owner's to end.
+    if (!this.#shared && !this.#pool.ending) await this.#pool.end()
+  }
+}
+
+export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & OutboxStore> {
+  const store = new PostgresStore(source, options)
+  await store.start()
+  return store
 }

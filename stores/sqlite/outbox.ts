@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
-import type {
-  AttemptOutcome, AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+import {
+  subscribersOf, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
 // Created when webhooks are first configured: without them, nothing of this exists.
@@ -43,31 +44,12 @@ export interface SqliteRunner {
   read<R> (operation: () => R): Promise<R>
 }
 
-/**
- * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
- * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
- * with synchronous=NORMAL: its commits are not fsynced, but the next plant commit (FULL) syncs the
- * log they sit in, and losing such a mark to a power cut only sends a delivery again. Not OFF: a
- * checkpoint run by a bookkeeping commit would then skip its own fsyncs, and a power cut could
- * lose plants the log had already made durable.
- */
-export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
-  db.exec(SCHEMA)
-  const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
-  db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
-
-  const subscribers = (type: OutboxEventType) => endpoints.filter(({ events }) => events.includes(type)).map(({ name }) => name)
-  const to = { 'plant.created': subscribers('plant.created'), 'plant.deleted': subscribers('plant.deleted') }
+/** The outbox's statements, prepared once. */
+function prepareOutboxStatements (db: Database.Database) {
   const insertEvent = db.prepare<[string, string, string, number]>(
     'INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)')
   const insertDelivery = db.prepare<[bigint, string, number]>(
     'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) VALUES (?, ?, \'pending\', 0, ?)')
-
-  /** Writes an event and its deliveries; inside the caller's transaction. */
-  function add (type: OutboxEventType, payload: string, at: number): void {
-    const seq = insertEvent.run(payloads.messageId(), type, payload, at).lastInsertRowid as bigint
-    for (const endpoint of to[type]) insertDelivery.run(seq, endpoint, at)
-  }
 
   const claimDue = db.prepare<[{ claim: string, leasedUntil: number, endpoint: string, now: number, limit: number }], { seq: bigint, attempts: bigint }>(`
     UPDATE webhook_deliveries SET claim = @claim, due_at = @leasedUntil
@@ -101,111 +83,161 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT ?`)
   const removeFrom = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'].map((table) =>
     db.prepare<[bigint]>(`DELETE FROM ${table} WHERE seq = ?`))
+  return { insertEvent, insertDelivery, claimDue, eventBySeq, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
+}
+
+type OutboxStatements = ReturnType<typeof prepareOutboxStatements>
+
+const viewOf = ({ deliveriesOf, attemptsOf }: OutboxStatements, event: EventRow): EventView => ({
+  seq: event.seq,
+  messageId: event.message_id,
+  type: event.type,
+  payload: event.payload,
+  createdAt: new Date(Number(event.created_at)),
+  deliveries: deliveriesOf.all(event.seq).map((delivery) => ({
+    endpoint: delivery.endpoint,
+    state: delivery.state,
+    attempts: Number(delivery.attempts),
+    ...(delivery.state === 'pending' && { dueAt: new Date(Number(delivery.due_at)) }),
+    history: attemptsOf.all(event.seq, delivery.endpoint).map((attempt) => ({
+      at: new Date(Number(attempt.at)),
+      outcome: attempt.outcome,
+      ...(attempt.status !== null && { status: Number(attempt.status) }),
+      ...(attempt.error !== null && { error: attempt.error }),
+      durationMs: Number(attempt.duration_ms)
+    }))
+  }))
+})
+
+/** The outbox as the worker and the admin routes use it: bookkeeping and reads, on the store's guard. */
+class SqliteOutbox implements WebhookOutbox {
+  readonly #db: Database.Database
+  readonly #s: OutboxStatements
+  readonly #runner: SqliteRunner
+  readonly #endpoints: OutboxOptions['endpoints']
+
+  constructor (db: Database.Database, statements: OutboxStatements, runner: SqliteRunner, endpoints: OutboxOptions['endpoints']) {
+    this.#db = db
+    this.#s = statements
+    this.#runner = runner
+    this.#endpoints = endpoints
+  }
 
   /** A bookkeeping transaction: guarded as the store's writes are, but without an fsync of its own. */
-  const bookkeeping = <R>(work: () => R): Promise<R> => runner.write(() => {
-    db.pragma('synchronous = NORMAL')
-    try {
-      return db.transaction(work)()
-    } finally {
-      db.pragma('synchronous = FULL')
-    }
-  })
-
-  const viewOf = (event: EventRow): EventView => ({
-    seq: event.seq,
-    messageId: event.message_id,
-    type: event.type,
-    payload: event.payload,
-    createdAt: new Date(Number(event.created_at)),
-    deliveries: deliveriesOf.all(event.seq).map((delivery) => ({
-      endpoint: delivery.endpoint,
-      state: delivery.state,
-      attempts: Number(delivery.attempts),
-      ...(delivery.state === 'pending' && { dueAt: new Date(Number(delivery.due_at)) }),
-      history: attemptsOf.all(event.seq, delivery.endpoint).map((attempt) => ({
-        at: new Date(Number(attempt.at)),
-        outcome: attempt.outcome,
-        ...(attempt.status !== null && { status: Number(attempt.status) }),
-        ...(attempt.error !== null && { error: attempt.error }),
-        durationMs: Number(attempt.duration_ms)
-      }))
-    }))
-  })
-
-  const outbox: WebhookOutbox = {
-    claim: (wants, leaseMs) => bookkeeping(() => {
-      const now = Date.now()
-      const claimed: ClaimedDelivery[] = []
-      for (const { endpoint, limit } of wants) {
-        const claim = randomUUID()
-        for (const { seq, attempts } of claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })) {
-          const event = eventBySeq.get(seq)!
-          claimed.push({ seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim })
-        }
+  #bookkeeping<R> (work: () => R): Promise<R> {
+    return this.#runner.write(() => {
+      this.#db.pragma('synchronous = NORMAL')
+      try {
+        return this.#db.transaction(work)()
+      } finally {
+        this.#db.pragma('synchronous = FULL')
       }
-      return claimed
-    }),
-    record: (attempts: readonly AttemptRecord[]) => bookkeeping(() => {
-      // Each endpoint's streak is written once per batch: its last success, or its first failure.
-      const streaks = new Map<string, { success?: number, failure?: number }>()
-      for (const attempt of attempts) {
-        const dueAt = attempt.next.state === 'pending' ? attempt.next.dueAt.getTime() : 0
-        if (settle.run(attempt.next.state, dueAt, attempt.seq, attempt.endpoint, attempt.claim).changes === 0) continue
-        const at = attempt.at.getTime()
-        insertAttempt.run(attempt.seq, attempt.endpoint, at, attempt.outcome, attempt.status ?? null, attempt.error ?? null, attempt.durationMs)
-        const streak = streaks.get(attempt.endpoint) ?? {}
-        if (attempt.outcome === 'success') streak.success = Math.max(streak.success ?? at, at)
-        else streak.failure = Math.min(streak.failure ?? at, at)
-        streaks.set(attempt.endpoint, streak)
-      }
-      for (const [endpoint, { success, failure }] of streaks) {
-        // A failure after the batch's last success starts a streak; one before it does not.
-        if (success !== undefined) succeeded.run(success, endpoint)
-        if (failure !== undefined && (success === undefined || failure > success)) failedOnce.run(failure, endpoint)
-      }
-    }),
-    release: (claims) => bookkeeping(() => {
-      const now = Date.now()
-      for (const { seq, endpoint, claim } of claims) releaseOne.run(now, seq, endpoint, claim)
-    }),
-    endpoints: () => runner.read(() => allEndpoints.all().map((row): EndpointState => ({
-      name: row.name,
-      enabled: row.enabled === 1n,
-      ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
-      ...(row.disabled_at !== null && { disabledAt: dateOf(row.disabled_at) }),
-      ...(row.last_success_at !== null && { lastSuccessAt: dateOf(row.last_success_at) }),
-      ...(row.failing_since !== null && { failingSince: dateOf(row.failing_since) })
-    }))),
-    setEnabled: (endpoint, enabled, reason) => bookkeeping(() =>
-      enable.run(enabled ? 1 : 0, enabled ? null : reason ?? null, enabled ? null : Date.now(), enabled ? 1 : 0, endpoint).changes > 0),
-    events: ({ after, limit }) => runner.read(() => eventsAfter.all(after ?? -(2n ** 63n), limit).map(viewOf)),
-    event: (seq) => runner.read(() => {
-      const event = eventBySeq.get(seq)
-      return event && viewOf(event)
-    }),
-    redeliver: (seq, endpoint, attempts) => bookkeeping(() => redeliverSql.run({ attempts, now: Date.now(), seq, endpoint: endpoint ?? null }).changes),
-    stats: () => runner.read(() => {
-      const now = Date.now()
-      const pending = new Map(pendingStats.all().map((row) => [row.endpoint, row]))
-      const failed = new Map(failedStats.all().map((row) => [row.endpoint, Number(row.failed)]))
-      return endpoints.map(({ name }) => {
-        const waiting = pending.get(name)
-        return {
-          endpoint: name,
-          pending: Number(waiting?.pending ?? 0),
-          oldestPendingMs: waiting === undefined ? 0 : now - Number(waiting.oldest),
-          failed: failed.get(name) ?? 0
-        }
-      })
-    }),
-    prune: (before) => bookkeeping(() => {
-      const seqs = finished.all(before.getTime(), PRUNE_BATCH)
-      for (const { seq } of seqs) for (const remove of removeFrom) remove.run(seq)
-      return seqs.length
     })
   }
 
+  claim = (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) => this.#bookkeeping(() => {
+    const now = Date.now()
+    const claimed: ClaimedDelivery[] = []
+    for (const { endpoint, limit } of wants) {
+      const claim = randomUUID()
+      for (const { seq, attempts } of this.#s.claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })) {
+        const event = this.#s.eventBySeq.get(seq)!
+        claimed.push({ seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim })
+      }
+    }
+    return claimed
+  })
+
+  record = (attempts: readonly AttemptRecord[]) => this.#bookkeeping(() => {
+    // Each endpoint's streak is written once per batch: its last success, or its first failure.
+    const streaks = new Map<string, { success?: number, failure?: number }>()
+    for (const attempt of attempts) {
+      const dueAt = attempt.next.state === 'pending' ? attempt.next.dueAt.getTime() : 0
+      if (this.#s.settle.run(attempt.next.state, dueAt, attempt.seq, attempt.endpoint, attempt.claim).changes === 0) continue
+      const at = attempt.at.getTime()
+      this.#s.insertAttempt.run(attempt.seq, attempt.endpoint, at, attempt.outcome, attempt.status ?? null, attempt.error ?? null, attempt.durationMs)
+      const streak = streaks.get(attempt.endpoint) ?? {}
+      if (attempt.outcome === 'success') streak.success = Math.max(streak.success ?? at, at)
+      else streak.failure = Math.min(streak.failure ?? at, at)
+      streaks.set(attempt.endpoint, streak)
+    }
+    for (const [endpoint, { success, failure }] of streaks) {
+      // A failure after the batch's last success starts a streak; one before it does not.
+      if (success !== undefined) this.#s.succeeded.run(success, endpoint)
+      if (failure !== undefined && (success === undefined || failure > success)) this.#s.failedOnce.run(failure, endpoint)
+    }
+  })
+
+  release = (claims: Parameters<WebhookOutbox['release']>[0]) => this.#bookkeeping(() => {
+    const now = Date.now()
+    for (const { seq, endpoint, claim } of claims) this.#s.releaseOne.run(now, seq, endpoint, claim)
+  })
+
+  endpoints = () => this.#runner.read(() => this.#s.allEndpoints.all().map((row): EndpointState => ({
+    name: row.name,
+    enabled: row.enabled === 1n,
+    ...(row.disabled_reason !== null && { disabledReason: row.disabled_reason }),
+    ...(row.disabled_at !== null && { disabledAt: dateOf(row.disabled_at) }),
+    ...(row.last_success_at !== null && { lastSuccessAt: dateOf(row.last_success_at) }),
+    ...(row.failing_since !== null && { failingSince: dateOf(row.failing_since) })
+  })))
+
+  setEnabled = (endpoint: string, enabled: boolean, reason?: string) => this.#bookkeeping(() =>
+    this.#s.enable.run(enabled ? 1 : 0, enabled ? null : reason ?? null, enabled ? null : Date.now(), enabled ? 1 : 0, endpoint).changes > 0)
+
+  events = ({ after, limit }: Parameters<WebhookOutbox['events']>[0]) => this.#runner.read(() => this.#s.eventsAfter.all(after ?? -(2n ** 63n), limit).map((event) => viewOf(this.#s, event)))
+
+  event = (seq: bigint) => this.#runner.read(() => {
+    const event = this.#s.eventBySeq.get(seq)
+    return event && viewOf(this.#s, event)
+  })
+
+  redeliver = (seq: bigint, endpoint: string | undefined, attempts: number) => this.#bookkeeping(() => this.#s.redeliverSql.run({ attempts, now: Date.now(), seq, endpoint: endpoint ?? null }).changes)
+
+  stats = () => this.#runner.read(() => {
+    const now = Date.now()
+    const pending = new Map(this.#s.pendingStats.all().map((row) => [row.endpoint, row]))
+    const failed = new Map(this.#s.failedStats.all().map((row) => [row.endpoint, Number(row.failed)]))
+    return this.#endpoints.map(({ name }) => {
+      const waiting = pending.get(name)
+      return {
+        endpoint: name,
+        pending: Number(waiting?.pending ?? 0),
+        oldestPendingMs: waiting === undefined ? 0 : now - Number(waiting.oldest),
+        failed: failed.get(name) ?? 0
+      }
+    })
+  })
+
+  prune = (before: Date) => this.#bookkeeping(() => {
+    const seqs = this.#s.finished.all(before.getTime(), PRUNE_BATCH)
+    for (const { seq } of seqs) for (const remove of this.#s.removeFrom) remove.run(seq)
+    return seqs.length
+  })
+}
+
+/**
+ * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
+ * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
+ * with synchronous=NORMAL: its commits are not fsynced, but the next plant commit (FULL) syncs the
+ * log they sit in, and losing such a mark to a power cut only sends a delivery again. Not OFF: a
+ * checkpoint run by a bookkeeping commit would then skip its own fsyncs, and a power cut could
+ * lose plants the log had already made durable.
+ */
+export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
+  db.exec(SCHEMA)
+  const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
+  db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
+  const statements = prepareOutboxStatements(db)
+  const to = subscribersOf(endpoints)
+
+  /** Writes an event and its deliveries; inside the caller's transaction. */
+  function add (type: OutboxEventType, payload: string, at: number): void {
+    const seq = statements.insertEvent.run(payloads.messageId(), type, payload, at).lastInsertRowid as bigint
+    for (const endpoint of to[type]) statements.insertDelivery.run(seq, endpoint, at)
+  }
+
+  const outbox: WebhookOutbox = new SqliteOutbox(db, statements, runner, endpoints)
   return {
     outbox,
     /** Inside the plant's transaction: its event, when an endpoint takes plant.created. */

@@ -3,11 +3,12 @@ import { dirname, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
-import type { NewPlant, Plant } from '../../schemas/index.js'
+import type { NewPlant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
 import { pathNow } from './moved.js'
+import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
 import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
@@ -36,12 +37,6 @@ export const WAL_LIMIT_BYTES = 4 * 1024 * 1024
 const WAL_CHECK_MS = 1000
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
-
-interface PendingCreate {
-  plant: NewPlant
-  resolve: (plant: Plant) => void
-  reject: (error: unknown) => void
-}
 
 function migrate (db: Database.Database) {
   const version = Number(db.pragma('user_version', { simple: true }))
@@ -107,19 +102,8 @@ function statOf (path: string): Stats | undefined {
 
 const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && now.ino === opened.ino && now.dev === opened.dev
 
-export interface SqliteStoreOptions {
-  /** Where the store says what became of a database moved or replaced under it. */
-  log?: StoreLog
-}
-
-/**
- * A store in one SQLite file, created on first use (in a folder that must exist, but for the
- * default's). WAL with synchronous=FULL fsyncs every commit, so a create resolves only once the
- * plant is on stable storage. better-sqlite3 is synchronous: each statement, and each commit's
- * fsync, holds the event loop.
- */
-export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptions = {}): PlantStore & OutboxStore {
-  const file = resolve(path)
+/** Opens (and makes, when missing, in a folder that must exist but for the default's) the database file: WAL, fsync on every commit, exact int64 ids. */
+function openDatabase (file: string): Database.Database {
   ensureFolder(file)
   const db = new Database(file)
   try {
@@ -137,37 +121,55 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
     db.close()
     throw error
   }
+  return db
+}
 
-  const insert = db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)')
-  const select = db.prepare<[bigint], PlantRow>('SELECT id, name, tag FROM plants WHERE id = ?')
-  const firstPage = db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?')
-  const nextPage = db.prepare<[bigint, number], PlantRow>(
-    'SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?')
-  const remove = db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?')
-  // Readiness is whether a create could write: a write lock taken and given back at once. A -shm
-  // or a database file that cannot be written answers reads but refuses this.
-  const begin = db.prepare('BEGIN IMMEDIATE')
-  const rollback = db.prepare('ROLLBACK')
-
-  // A write to a file that was removed or replaced since it was opened would be acknowledged and
-  // then lost: each write and each ping compare the inodes of the database, its -wal and its -shm
-  // with the ones opened (three stats are a few microseconds beside a commit's fsync). Reads, which
-  // lose nothing, use the last verdict.
-  const paths = sqliteFiles(file)
-  const opened = paths.map((path) => statSync(path))
-  let lost = false
-  let leftNothing = false
-  function assertFileKept () {
-    const found = paths.map(statOf)
-    const keptUntilNow = !lost
-    lost = !found.every((now, i) => isSame(now, opened[i]))
-    if (!lost) return
-    if (keptUntilNow) keepAcknowledged()
-    // Another file at one of the paths, or our log gone: ours can never be at the path again.
-    const replaced = found.some((now, i) => now !== undefined && !isSame(now, opened[i]))
-    if (!leftNothing && (replaced || found[1] === undefined)) leaveNothingBehind()
-    throw new StoreUnavailableError({ cause: new Error(`${file} (or its -wal or -shm) was removed or replaced while open`) })
+function prepareStatements (db: Database.Database) {
+  return {
+    insert: db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)'),
+    select: db.prepare<[bigint], PlantRow>('SELECT id, name, tag FROM plants WHERE id = ?'),
+    firstPage: db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?'),
+    nextPage: db.prepare<[bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
+    remove: db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?'),
+    // Readiness is whether a create could write: a write lock taken and given back at once. A -shm
+    // or a database file that cannot be written answers reads but refuses this.
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    rollback: db.prepare('ROLLBACK')
   }
+}
+
+/**
+ * The files the store opened: the database, its -wal and its -shm. A write to a file that was
+ * removed or replaced since it was opened would be acknowledged and then lost: each write and each
+ * ping compare the inodes at the paths with the ones opened (three stats are a few microseconds
+ * beside a commit's fsync). Reads, which lose nothing, use the last verdict.
+ */
+class OpenedFiles {
+  readonly paths: readonly string[]
+  readonly #opened: Stats[]
+  /** The last verdict: a file at a path is not the one opened. */
+  lost = false
+  #leftNothing = false
+  readonly #walTimer: NodeJS.Timeout
+
+  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog) {
+    this.paths = sqliteFiles(file)
+    this.#opened = this.paths.map((path) => statSync(path))
+    this.#walTimer = setInterval(() => this.#truncateWal(), WAL_CHECK_MS).unref()
+  }
+
+  assertKept () {
+    const found = this.paths.map(statOf)
+    const keptUntilNow = !this.lost
+    this.lost = !found.every((now, i) => isSame(now, this.#opened[i]))
+    if (!this.lost) return
+    if (keptUntilNow) this.#keepAcknowledged()
+    // Another file at one of the paths, or our log gone: ours can never be at the path again.
+    const replaced = found.some((now, i) => now !== undefined && !isSame(now, this.#opened[i]))
+    if (!this.#leftNothing && (replaced || found[1] === undefined)) this.#leaveNothingBehind()
+    throw new StoreUnavailableError({ cause: new Error(`${this.file} (or its -wal or -shm) was removed or replaced while open`) })
+  }
+
   /**
    * Once a file is not the one opened, the plants acknowledged must stay in a file the operator
    * can find: SQLite itself does not checkpoint a database moved while open, and its log, once
@@ -176,7 +178,9 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
    * log cannot be copied whole (a reader of another process holds an older snapshot), it goes
    * beside the moved database. The log says where.
    */
-  function keepAcknowledged () {
+  #keepAcknowledged () {
+    const { file, paths, db } = this
+    const opened = this.#opened
     const atPath = isSame(statOf(file), opened[0])
     let copied = false
     try {
@@ -200,7 +204,7 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
     } else if (!copied && where !== file && isSame(statOf(paths[1]), opened[1])) {
       renameSync(paths[1], `${where}-wal`)
     }
-    log.warn(`plant-store: the SQLite database ${file} (or its -wal or -shm) was moved, replaced or removed while open: ` +
+    this.log.warn(`plant-store: the SQLite database ${file} (or its -wal or -shm) was moved, replaced or removed while open: ` +
       'creates and /readyz answer 503 until it is back or the service is restarted; ' +
       (where === undefined ? 'its plants could not be saved: its folder is gone' : `every plant acknowledged is in ${where}`))
   }
@@ -211,11 +215,11 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
    * database's pages over a file moved in. Our -wal and -shm (their plants copied, above) are
    * removed from the path.
    */
-  function leaveNothingBehind () {
-    leftNothing = true
-    for (const [i, path] of paths.entries()) {
+  #leaveNothingBehind () {
+    this.#leftNothing = true
+    for (const [i, path] of this.paths.entries()) {
       try {
-        if (i > 0 && isSame(statOf(path), opened[i])) unlinkSync(path)
+        if (i > 0 && isSame(statOf(path), this.#opened[i])) unlinkSync(path)
       /* c8 ignore next 3: only a removal between the stat and the unlink lands here */
       } catch {
         // Gone meanwhile.
@@ -224,21 +228,66 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
   }
 
   // Checkpoints the log whole and truncates it, once no reader holds an older snapshot.
-  const walTimer = setInterval(() => {
-    const wal = statOf(paths[1])
-    if (!isSame(wal, opened[1]) || wal!.size <= WAL_LIMIT_BYTES) return
+  #truncateWal () {
+    const wal = statOf(this.paths[1])
+    if (!isSame(wal, this.#opened[1]) || wal!.size <= WAL_LIMIT_BYTES) return
     try {
       // Readers in the way make it return busy, not throw.
-      db.pragma('wal_checkpoint(TRUNCATE)')
+      this.db.pragma('wal_checkpoint(TRUNCATE)')
     /* c8 ignore next 3: only a failing disk or a database moved away lands here */
     } catch {
       // The next tick tries again, and writes report the failure.
     }
-  }, WAL_CHECK_MS).unref()
+  }
 
-  async function read<R> (operation: () => R): Promise<R> {
+  stopWatching () {
+    clearInterval(this.#walTimer)
+  }
+}
+
+/**
+ * A store in one SQLite file, created with its folder on first use. WAL with synchronous=FULL
+ * fsyncs every commit, so a create resolves only once the plant is on stable storage.
+ * better-sqlite3 is synchronous: each statement, and each commit's fsync, holds the event loop.
+ * Its operations are own properties, so that a host can spread the store into a wrapper.
+ */
+class SqliteStore implements PlantStore, OutboxStore {
+  readonly #db: Database.Database
+  readonly #statements: ReturnType<typeof prepareStatements>
+  readonly #files: OpenedFiles
+  readonly #commits = new GroupCommit((batch) => this.#commitBatch(batch))
+  // Once webhooks are on, each plant's event is written in the plant's own transaction.
+  #outbox: ReturnType<typeof openSqliteOutbox> | undefined
+  #committed: NonNullable<OutboxOptions['committed']> = () => {}
+  #events = 0 // events written by the batch committing
+  readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
+  readonly #removeWithEvent: (id: bigint, at: number) => { deleted: boolean, event: boolean }
+
+  constructor (file: string, log: StoreLog) {
+    const db = this.#db = openDatabase(file)
+    const statements = this.#statements = prepareStatements(db)
+    this.#files = new OpenedFiles(file, db, log)
+    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
+      try {
+        statements.insert.run(plant.id, plant.name, plant.tag ?? null)
+      } catch (error) {
+        // A taken id fails its own statement only; any other failure ends the whole transaction.
+        if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+        throw error
+      }
+      // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
+      if (this.#outbox?.created(plant, at)) this.#events++
+      return undefined
+    }))
+    this.#removeWithEvent = db.transaction((id: bigint, at: number) => {
+      const deleted = statements.remove.run(id).changes > 0
+      return { deleted, event: deleted && this.#outbox?.deleted(id, at) === true }
+    })
+  }
+
+  readonly #read = async <R>(operation: () => R): Promise<R> => {
     try {
-      if (lost) assertFileKept()
+      if (this.#files.lost) this.#files.assertKept()
       return await retriedWhileBusy(operation)
     } catch (error) {
       throw translate(error)
@@ -246,46 +295,24 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
   }
 
   /** Resolves once the write is committed to the file that is still at the path. */
-  async function write<R> (operation: () => R): Promise<R> {
+  readonly #write = async <R>(operation: () => R): Promise<R> => {
     try {
       // Before: the -wal and -shm at the path may now be another file's. After: it may have gone meanwhile.
-      assertFileKept()
+      this.#files.assertKept()
       const result = await retriedWhileBusy(operation)
-      assertFileKept()
+      this.#files.assertKept()
       return result
     } catch (error) {
       throw translate(error)
     }
   }
 
-  // Once webhooks are on, each plant's event is written in the plant's own transaction.
-  let outbox: ReturnType<typeof openSqliteOutbox> | undefined
-  let committed: NonNullable<OutboxOptions['committed']> = () => {}
-
-  // Group commit: the creates that arrive together (in one turn of the event loop) share one
-  // transaction, so one fsync acknowledges them all instead of one fsync each.
-  let pending: PendingCreate[] = []
-  let events = 0
-  const insertPending = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
-    try {
-      insert.run(plant.id, plant.name, plant.tag ?? null)
-    } catch (error) {
-      // A taken id fails its own statement only; any other failure ends the whole transaction.
-      if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
-      throw error
-    }
-    // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
-    if (outbox?.created(plant, at)) events++
-    return undefined
-  }))
-  async function commitPending () {
-    const batch = pending
-    pending = []
+  async #commitBatch (batch: PendingCreate[]) {
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await write(() => {
-        events = 0
-        return insertPending(batch, Date.now())
+      failures = await this.#write(() => {
+        this.#events = 0
+        return this.#insertBatch(batch, Date.now())
       })
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
@@ -297,58 +324,57 @@ export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptio
       if (failure) reject(translate(failure))
       else resolve(toPlant(plant.name, plant.tag))
     })
-    if (events > 0) committed('plant.created', events)
-  }
-  const removeWithEvent = db.transaction((id: bigint, at: number) => {
-    const deleted = remove.run(id).changes > 0
-    return { deleted, event: deleted && outbox?.deleted(id, at) === true }
-  })
-  // Batches still committing (waiting for another process's lock), for close to wait for.
-  const committing = new Set<Promise<void>>()
-  function commit () {
-    if (pending.length === 0) return // committed by close already
-    const done: Promise<void> = commitPending().finally(() => committing.delete(done))
-    committing.add(done)
+    if (this.#events > 0) this.#committed('plant.created', this.#events)
   }
 
-  return {
-    create: (plant: NewPlant) => new Promise<Plant>((resolve, reject) => {
-      if (pending.length === 0) setImmediate(commit)
-      pending.push({ plant, resolve, reject })
-    }),
-    get: (id: bigint) => read(() => {
-      const row = select.get(id)
-      return row && toPlant(row.name, row.tag)
-    }),
-    list: ({ after, limit }: ListOptions) => read(() => {
-      const rows = after === undefined ? firstPage.all(limit) : nextPage.all(after, limit)
-      return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
-    }),
-    async delete (id: bigint) {
-      const { deleted, event } = await write(() => removeWithEvent(id, Date.now()))
-      if (event) committed('plant.deleted', 1)
-      return deleted
-    },
-    async openOutbox (options: OutboxOptions) {
-      outbox = await write(() => openSqliteOutbox(db, { write, read }, options))
-      committed = options.committed ?? committed
-      return outbox.outbox
-    },
-    ping: () => read(() => {
-      assertFileKept()
-      begin.run()
-      rollback.run()
-    }),
-    async close () {
-      clearInterval(walTimer)
-      commit()
-      await Promise.all(committing)
-      try {
-        assertFileKept()
-      } catch {
-        // Found lost only now: the files it left are ours to remove before SQLite closes.
-      }
-      db.close()
-    }
+  create = (plant: NewPlant) => this.#commits.create(plant)
+
+  get = (id: bigint) => this.#read(() => {
+    const row = this.#statements.select.get(id)
+    return row && toPlant(row.name, row.tag)
+  })
+
+  list = ({ after, limit }: ListOptions) => this.#read(() => {
+    const { firstPage, nextPage } = this.#statements
+    const rows = after === undefined ? firstPage.all(limit) : nextPage.all(after, limit)
+    return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
+  })
+
+  delete = async (id: bigint) => {
+    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, Date.now()))
+    if (event) this.#committed('plant.deleted', 1)
+    return deleted
   }
+
+  openOutbox = async (options: OutboxOptions) => {
+    this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
+    this.#committed = options.committed ?? this.#committed
+    return this.#outbox.outbox
+  }
+
+  ping = () => this.#read(() => {
+    this.#files.assertKept()
+    this.#statements.begin.run()
+    this.#statements.rollback.run()
+  })
+
+  close = async () => {
+    this.#files.stopWatching()
+    await this.#commits.drain()
+    try {
+      this.#files.assertKept()
+    } catch {
+      // Found lost only now: the files it left are ours to remove before SQLite closes.
+    }
+    this.#db.close()
+  }
+}
+
+export interface SqliteStoreOptions {
+  /** Where the store says what became of a database moved or replaced under it. */
+  log?: StoreLog
+}
+
+export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptions = {}): PlantStore & OutboxStore {
+  return new SqliteStore(resolve(path), log)
 }
