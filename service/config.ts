@@ -4,7 +4,7 @@ import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../src/service-api.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from './http-protocol.js'
 
@@ -57,7 +57,7 @@ export const ConfigSchema = Type.Object({
   }),
   DATABASE_URL: Type.String({
     pattern: STORE_URL_PATTERN,
-    default: 'sqlite:./data/plants.db',
+    default: DEFAULT_DATABASE_URL,
     description: 'the store: sqlite:<path of a file>, postgres://user@host:port/database or memory:'
   }),
   API_TOKENS: Type.Optional(Type.String({ description: 'accepted bearer tokens, comma-separated' })),

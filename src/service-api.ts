@@ -8,7 +8,7 @@ export { default as errorHandler, errorJson, handleClientError, handleFrameworkE
 export { trackMethods } from '../plugins/method-not-allowed.js'
 export { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/limit-options.js'
 export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../stores/index.js'
-export { sqliteFileOf, sqliteFiles } from '../stores/sqlite/files.js'
+export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../stores/sqlite/files.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../stores/outbox.js'
 export { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../webhooks/config.js'
 export type { WebhookObserver } from '../webhooks/plugin.js'

@@ -66,7 +66,7 @@ export async function openStore (url: string | PgPool, postgres: PostgresStoreOp
     // Each driver is loaded only when its store is used: it shortens start-up.
     const { openSqliteStore } = await loadDriver('better-sqlite3', () => import('./sqlite/store.js'))
     try {
-      return openSqliteStore(path)
+      return openSqliteStore(path, { log: postgres.log })
     } catch (cause) {
       throw new StoreOpenError(`SQLite file ${path}: ${(cause as Error).message}`, { cause })
     }

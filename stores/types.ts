@@ -36,3 +36,11 @@ export const isPlantStore = (value: unknown): value is PlantStore =>
 export function toPlant (name: string, tag: string | null | undefined): Plant {
   return tag == null ? { name } : { name, tag }
 }
+
+/** Where a store's warnings go: the plugin passes its logger. */
+export interface StoreLog {
+  warn (message: string): void
+  info (message: string): void
+}
+
+export const noLog: StoreLog = { warn () {}, info () {} }

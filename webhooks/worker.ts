@@ -20,7 +20,7 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** How often due deliveries are looked for when nothing wakes the worker. */
   pollMs?: number
-  /** How often finished events past the retention are removed (default hourly). */
+  /** How often finished events past the retention are looked for (default every minute). */
   pruneEveryMs?: number
   now?: () => number
   random?: () => number
@@ -33,7 +33,10 @@ export const DEFAULT_POLL_MS = 1000
 const leaseFor = (timeout: number) => 2 * timeout + 1000
 // How often an endpoint's failing streak is looked at, and old events pruned.
 const DISABLE_CHECK_MS = 60_000
-const PRUNE_EVERY_MS = 3_600_000
+// Each run removes batch after batch until none is left, so that pruning keeps up with any rate
+// of creates; the pause between batches lets the store's own writes through.
+const PRUNE_EVERY_MS = 60_000
+const PRUNE_PAUSE_MS = 10
 const FLUSH_DELAY_MS = 5
 
 interface Endpoint {
@@ -65,6 +68,7 @@ export class DeliveryWorker {
   private releases: ClaimedDelivery[] = []
   private poll?: NodeJS.Timeout
   private prune?: NodeJS.Timeout
+  private pruning?: Promise<void>
   private ticking = false
   private ticked?: Promise<void>
   private again = false
@@ -263,9 +267,16 @@ export class DeliveryWorker {
   }
 
   private pruneOld (): void {
+    this.pruning ??= this.pruneAll().finally(() => { this.pruning = undefined })
+  }
+
+  private async pruneAll (): Promise<void> {
     const before = new Date(this.now() - this.options.config.retention)
-    this.options.outbox.prune(before).catch((error: unknown) =>
-      this.options.log.warn({ err: error }, 'webhooks: old events could not be pruned; trying again later'))
+    try {
+      while (!this.stopping && await this.options.outbox.prune(before) > 0) await sleep(PRUNE_PAUSE_MS)
+    } catch (error) {
+      this.options.log.warn({ err: error }, 'webhooks: old events could not be pruned; trying again later')
+    }
   }
 
   /** Stops claiming: what is due stays in the outbox for another instance, or for the next start. */
@@ -282,6 +293,7 @@ export class DeliveryWorker {
   async stop (drainMs: number): Promise<void> {
     this.pause()
     await this.ticked
+    await this.pruning
     if (this.inFlight.size > 0) await Promise.race([Promise.all(this.inFlight), sleep(drainMs, undefined, { ref: false })])
     this.abort.abort()
     await Promise.all(this.inFlight)

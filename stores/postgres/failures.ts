@@ -13,9 +13,13 @@ import pg from 'pg'
  * - `session`: the session's prepared statements are not the ones the driver holds (lost to a
  *   pooler's DISCARD ALL or a DEALLOCATE, or planned for a table changed since): the connection is
  *   closed and the operation tried once more on another.
- * Anything else (a syntax error, a value the server refuses) is a bug: a 500.
+ * - `refused`: the server refused the statement for a reason of its own (another unique index, a
+ *   row-level security policy, a trigger that raises): whoever else changed the table, not the
+ *   client, so 503, and the table is checked again (which names what is wrong).
+ * A failure that is not the server's answer (the store's own code), or a value the server cannot
+ * keep, is a bug: a 500.
  */
-export type Where = 'connection' | 'write' | 'wait' | 'schema' | 'table' | 'session'
+export type Where = 'connection' | 'write' | 'wait' | 'schema' | 'table' | 'session' | 'refused'
 
 // What the server's own ERROR answers say, by SQLSTATE class or code.
 const ANSWERS: ReadonlyArray<[RegExp, Where]> = [
@@ -57,14 +61,17 @@ export function locateFailure (error: unknown, connecting: boolean, lost: boolea
   // FATAL or PANIC: the server ends the session, whatever the code says.
   if (error.severity !== 'ERROR') return new PostgresFailure('connection', error)
   const code = String(error.code)
-  return new PostgresFailure(ANSWERS.find(([pattern]) => pattern.test(code))?.[1], error)
+  // A value the server cannot keep (class 22, e.g. U+0000 in text) is one the API refuses before
+  // the store sees it: reaching the store, it is the caller's bug.
+  if (code.startsWith('22')) return new PostgresFailure(undefined, error)
+  return new PostgresFailure(ANSWERS.find(([pattern]) => pattern.test(code))?.[1] ?? 'refused', error)
 }
 
 /** An error at start-up that says a setting is wrong, rather than that the database is away. */
 export function isSettingError ({ where, cause }: PostgresFailure): boolean {
   // The migration refused for a reason other than an outage (permission denied...), or the table
   // there is not one the store can use.
-  if (where === undefined || where === 'table') return true
+  if (where === undefined || where === 'table' || where === 'refused') return true
   // The server answered that it has no TLS: it will not have it in a moment either.
   if ((cause as Error).message === NO_TLS_MESSAGE) return true
   const code = String((cause as { code?: unknown }).code)

@@ -9,7 +9,7 @@ import { sqlName, type TableName } from './table.js'
 export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string) => Promise<pg.QueryResult<R>>
 
 // The most finished events one prune removes: each prune is one short statement.
-const PRUNE_BATCH = 10_000
+const PRUNE_BATCH = 250
 
 // PostgreSQL cuts names at 63 bytes, silently: the longest suffix must fit after the table's name.
 const LONGEST_SUFFIX = '_webhook_deliveries'

@@ -8,7 +8,7 @@ import {
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from '../types.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
 // Connecting (or waiting for a pooled connection) and each statement are bounded, so that a
 // request fails with 503 within about 2 s when the server is down, unreachable or stuck. The
@@ -35,15 +35,11 @@ const TYPES = {
     oid === INT8_OID && format !== 'binary' ? BigInt : pg.types.getTypeParser(oid, format as 'text')
 } as pg.CustomTypesConfig
 
-/** Where the store's warnings go: the plugin passes its logger. */
-export interface StoreLog {
-  warn (message: string): void
-  info (message: string): void
-}
+export type { StoreLog }
 
 /** The PostgreSQL store's options (the plugin's `postgres` option). */
 export interface PostgresStoreOptions {
-  /** The schema of the table; default: the first schema of the search_path (public). */
+  /** The schema of the table; default: the search_path's first schema (public) at the first migration, kept from then on. */
   schema?: string
   /** The table's name. */
   table?: string
@@ -57,8 +53,6 @@ export interface PostgresStoreOptions {
   statementTimeout?: number
   log?: StoreLog
 }
-
-const noLog: StoreLog = { warn () {}, info () {} }
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
@@ -78,6 +72,9 @@ const pingSql = (table: string) => `SELECT current_setting('transaction_read_onl
 // A pooled client's socket failure is also emitted as 'error': unheard, that would crash the process.
 function ignore () {}
 
+// Clients of the store's own pools that reported an error while no one else listened: lost.
+const broken = new WeakSet<pg.ClientBase>()
+
 /** A query of the store's own: ids come back as BigInt. */
 const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], name?: string) =>
   client.query<R>({ text, values, name, types: TYPES })
@@ -94,7 +91,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
   } catch (error) {
     throw locateFailure(error, true, false)
   }
-  let lost = false
+  let lost = broken.has(client)
   const onLost = () => { lost = true }
   client.on('error', onLost).on('end', onLost)
   let timer: NodeJS.Timeout | undefined
@@ -119,7 +116,7 @@ async function withClient<R> (pool: pg.Pool, work: (client: pg.PoolClient) => Pr
     const failure = locateFailure(error, false, lost)
     // After a wait given up or a refused statement the session is idle and in sync: no reconnect.
     // A read-only session is dropped, so that a database made writable again is used as such.
-    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === undefined)
+    const reusable = error instanceof pg.DatabaseError && (failure.where === 'wait' || failure.where === 'refused')
     client.release(!reusable)
     throw failure
   }
@@ -135,8 +132,17 @@ async function checkShape (client: pg.PoolClient, name: TableName) {
   if (problems.length > 0) throw new PostgresFailure('table', tableShapeError(name, shape.schema, problems))
 }
 
-/** Creates the table (and its schema) when it is not there, then checks that it is one the store can use. */
-async function migrate (client: pg.PoolClient, name: TableName) {
+/**
+ * Creates the table (and its schema, when the options name one) when it is not there, then checks
+ * that it is one the store can use. A table named without a schema is given the one the
+ * search_path gives it now, for good: a search_path changed later (another `plants` put first)
+ * does not move the store.
+ */
+async function migrate (client: pg.PoolClient, name: TableName, makeSchema: boolean) {
+  if (name.schema === undefined) {
+    const { rows: [{ schema }] } = await query<{ schema: string }>(client, "SELECT coalesce(current_schema(), 'public') AS schema")
+    name.schema = schema
+  }
   await client.query('BEGIN')
   try {
     // Instances starting together take turns; the lock ends with the transaction.
@@ -144,7 +150,7 @@ async function migrate (client: pg.PoolClient, name: TableName) {
     const { rows: [{ present }] } = await query<{ present: boolean }>(client, 'SELECT to_regclass($1) IS NOT NULL AS present', [sqlName(name)])
     if (!present) {
       // Made only when missing: CREATE ... IF NOT EXISTS would need the CREATE privilege even then.
-      if (name.schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
+      if (makeSchema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
       await client.query(createTableSql(name))
     }
     await client.query('COMMIT')
@@ -164,7 +170,7 @@ function answerFor (failure: PostgresFailure): Error {
 interface OutboxState {
   options: OutboxOptions
   to: Subscribers
-  deleteSql: string
+  tables: ReturnType<typeof outboxTables>
   tablesMade: () => Promise<void>
 }
 
@@ -183,6 +189,10 @@ function poolFor (source: string | pg.Pool, options: PostgresStoreOptions, state
   // a connection the server closes (restart, failover) would crash the process. A shared pool's
   // listener is its owner's.
   pool.on('error', ignore)
+  // The pool removes its own listener from a new client as it hands it over, inside the socket's
+  // data event that completed the connection: a termination (57P01) in the same chunk reached a
+  // client that no one listened to yet, and crashed the process. Each has one for its whole life.
+  pool.on('connect', (client) => client.on('error', () => broken.add(client)))
   return pool
 }
 
@@ -208,10 +218,10 @@ class TableCheck {
   /** What was logged of the table last, while it is unusable. */
   unusable: string | undefined
 
-  constructor (readonly pool: pg.Pool, readonly name: TableName, readonly log: StoreLog) {}
+  constructor (readonly pool: pg.Pool, readonly name: TableName, readonly makeSchema: boolean, readonly log: StoreLog) {}
 
   migrated (): Promise<void> {
-    const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name), MIGRATION_TIMEOUT_MS)
+    const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.makeSchema), MIGRATION_TIMEOUT_MS)
       .then(() => {
         if (this.unusable !== undefined) this.log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
         this.unusable = undefined
@@ -262,25 +272,34 @@ class PostgresStore implements PlantStore, OutboxStore {
   readonly #pool: pg.Pool
   readonly #shared: boolean
   readonly #name: TableName
-  readonly #tableSql: string
   readonly #queryTimeout: number
   readonly #table: TableCheck
-  #insertBatch: { text: string, name: string }
   #outbox: OutboxState | undefined
   // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
   // INSERT, so they share one round trip and one WAL flush. The database's own primary key
-  // decides: an id it did not insert is taken (409).
+  // decides: an id it did not insert is taken (409) once read back.
   readonly #commits = new GroupCommit((batch) => this.#insertGroups(groupsById(batch)))
 
   constructor (source: string | pg.Pool, options: PostgresStoreOptions) {
     const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
     this.#name = { schema, table }
-    this.#tableSql = sqlName(this.#name)
-    this.#insertBatch = { text: insertBatchSql(this.#tableSql), name: insertBatchName(this.#tableSql) }
     this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
     this.#shared = typeof source !== 'string'
     this.#pool = poolFor(source, options, statementTimeout)
-    this.#table = new TableCheck(this.#pool, this.#name, log)
+    this.#table = new TableCheck(this.#pool, this.#name, schema !== undefined, log)
+  }
+
+  // Named by schema once the first migration has resolved it: a search_path changed later does not move the store.
+  get #tableSql () {
+    return sqlName(this.#name)
+  }
+
+  // With webhooks on, a create writes its events in the same statement.
+  get #insertBatch () {
+    const table = this.#tableSql
+    return this.#outbox !== undefined && this.#outbox.to['plant.created'].length > 0
+      ? { text: insertWithEventsSql(table, this.#outbox.tables), name: `${insertBatchName(table)} with events` }
+      : { text: insertBatchSql(table), name: insertBatchName(table) }
   }
 
   /** Checks (and makes) the table; a server that is down is left to the first operation, a setting to fix is refused. */
@@ -311,7 +330,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     } catch (error) {
       const { where } = error as PostgresFailure
       if (where === 'session' && again) return this.#run(work, false)
-      if (where !== 'schema' && where !== 'table' && where !== undefined) throw error
+      if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
       await this.#table.recheck(used)
       if (where === 'schema' && again) return this.#run(work, false)
       throw error
@@ -383,10 +402,30 @@ class PostgresStore implements PlantStore, OutboxStore {
       for (const { reject } of groups.flat()) reject(answer)
       return
     }
+    // An id the insert did not return is taken only if it is there now, and the table is still
+    // the store's: a trigger or rule may have stored it elsewhere, under another id, or nowhere.
+    const missing = groups.filter(([first]) => !inserted.has(String(first.plant.id))).map(([first]) => first.plant.id)
+    let taken = new Set<string>()
+    let failure: Error | undefined
+    if (missing.length > 0) {
+      try {
+        taken = await this.#answered(async (client) => {
+          await checkShape(client, this.#name)
+          const { rows } = await query<{ id: unknown }>(client, `SELECT id FROM ${this.#tableSql} WHERE id = ANY($1::int8[])`, [missing])
+          return new Set(rows.map(({ id }) => String(id)))
+        })
+      } catch (error) {
+        failure = error as Error
+      }
+    }
     for (const [first, ...repeats] of groups) {
-      if (inserted.has(String(first.plant.id))) first.resolve(toPlant(first.plant.name, first.plant.tag))
-      else first.reject(new PlantExistsError())
-      for (const { reject } of repeats) reject(new PlantExistsError())
+      const id = String(first.plant.id)
+      const answer = inserted.has(id) || taken.has(id)
+        ? new PlantExistsError()
+        : failure ?? new StoreUnavailableError({ cause: new Error(`PostgreSQL stored nothing for id ${id}, and returned no error`) })
+      if (inserted.has(id)) first.resolve(toPlant(first.plant.name, first.plant.tag))
+      else first.reject(answer)
+      for (const { reject } of repeats) reject(answer)
     }
     // The rows are in, and answered as such; the table is checked after (its failure is logged there).
     await this.#checkIds(result, used!)?.catch(ignore)
@@ -420,7 +459,8 @@ class PostgresStore implements PlantStore, OutboxStore {
     }
     const at = new Date()
     const { payloads, committed } = outbox.options
-    const { deleteSql, to } = outbox
+    const { tables, to } = outbox
+    const deleteSql = deleteWithEventSql(this.#tableSql, tables)
     await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
     const { rowCount } = await this.#answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted']]))
     if (rowCount === 1) committed?.('plant.deleted', 1)
@@ -448,10 +488,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
       return this.#answered((client) => query<R>(client, text, values, statement))
     }
-    this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), deleteSql: deleteWithEventSql(this.#tableSql, tables), tablesMade }
-    if (this.#outbox.to['plant.created'].length > 0) {
-      this.#insertBatch = { text: insertWithEventsSql(this.#tableSql, tables), name: `${insertBatchName(this.#tableSql)} with events` }
-    }
+    this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
     return postgresOutbox(tables, runQuery, outboxOptions)
   }
 

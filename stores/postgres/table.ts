@@ -29,7 +29,14 @@ export const TABLE_SHAPE_SQL = `SELECT n.nspname AS schema, c.relkind::text AS k
     JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)
     WHERE i.indrelid = c.oid AND i.indisprimary) AS primary_key,
   (SELECT coalesce(json_agg(con.conname ORDER BY con.conname), '[]') FROM pg_constraint con
-    WHERE con.conrelid = c.oid AND con.contype NOT IN ('p', 'n')) AS constraints
+    WHERE con.conrelid = c.oid AND con.contype NOT IN ('p', 'n')) AS constraints,
+  (SELECT coalesce(json_agg(ic.relname ORDER BY ic.relname), '[]') FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+    WHERE i.indrelid = c.oid AND i.indisunique AND NOT i.indisprimary
+    AND NOT EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conindid = i.indexrelid)) AS unique_indexes,
+  (SELECT coalesce(json_agg(t.tgname ORDER BY t.tgname), '[]') FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) AS triggers,
+  (SELECT coalesce(json_agg(r.rulename ORDER BY r.rulename), '[]') FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.rulename <> '_RETURN') AS rules,
+  c.relrowsecurity AS row_security,
+  (SELECT coalesce(json_agg(p.polname ORDER BY p.polname), '[]') FROM pg_policy p WHERE p.polrelid = c.oid) AS policies
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`
 
 export interface TableShape {
@@ -41,6 +48,12 @@ export interface TableShape {
   columns: Array<{ name: string, type: string, notNull: boolean }>
   primary_key: string[]
   constraints: string[]
+  /** Unique indexes besides the primary key's and a constraint's (named among the constraints). */
+  unique_indexes: string[]
+  triggers: string[]
+  rules: string[]
+  row_security: boolean
+  policies: string[]
 }
 
 const list = (names: string[]) => names.join(', ')
@@ -62,6 +75,11 @@ export function shapeProblems (shape: TableShape): string[] {
     problems.push(shape.primary_key.length === 0 ? 'it has no primary key' : `its primary key is (${list(shape.primary_key)}), not (id)`)
   }
   if (shape.constraints.length > 0) problems.push(`it has constraints of its own (${list(shape.constraints)})`)
+  // Each can refuse a create, store it elsewhere or under another id, or drop it without a word.
+  if (shape.unique_indexes.length > 0) problems.push(`it has unique indexes of its own (${list(shape.unique_indexes)})`)
+  if (shape.triggers.length > 0) problems.push(`it has triggers (${list(shape.triggers)})`)
+  if (shape.rules.length > 0) problems.push(`it has rules (${list(shape.rules)})`)
+  if (shape.row_security) problems.push(`row-level security is on for it (policies: ${list(shape.policies)})`)
   const granted = { SELECT: shape.can_select, INSERT: shape.can_insert, DELETE: shape.can_delete }
   const denied = Object.entries(granted).flatMap(([privilege, yes]) => yes ? [] : [privilege])
   if (denied.length > 0) problems.push(`the database user may not ${list(denied)} on it`)

@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
 `
 
 // The most finished events one prune removes: each prune is one short transaction.
-const PRUNE_BATCH = 10_000
+const PRUNE_BATCH = 250
 
 interface EventRow { seq: bigint, message_id: string, type: OutboxEventType, payload: string, created_at: bigint }
 interface DeliveryRow { seq: bigint, endpoint: string, state: DeliveryState, attempts: bigint, due_at: bigint }

@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, statSync, unlinkSync, type Stats } from 'node:fs'
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, type Stats } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -6,10 +6,11 @@ import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../errors/index.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
-import { sqliteFiles } from './files.js'
+import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
+import { pathNow } from './moved.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
-import { toPlant, type ListOptions, type PlantStore } from '../types.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
 const MIGRATIONS = [
@@ -48,21 +49,14 @@ function migrate (db: Database.Database) {
 }
 
 /**
- * Creates `directory` and its missing parents one level at a time. Node's recursive mkdir takes a
- * parent that exists but cannot hold children (procfs answers ENOENT, so does a dangling symlink)
- * for a missing one and retries it forever; here a second ENOENT is final.
+ * The database's folder must be there: a missing one is taken for a mistyped path, which would
+ * otherwise start the service on a new, empty database. Only the default's ./data is made.
  */
-function makeDirectory (directory: string) {
-  try {
-    mkdirSync(directory)
-  } catch (error) {
-    const { code } = error as NodeJS.ErrnoException
-    if (code === 'EEXIST') return
-    // The root (or '.') exists: the walk up ends there at the latest.
-    if (code !== 'ENOENT') throw error
-    makeDirectory(dirname(directory))
-    mkdirSync(directory)
-  }
+function ensureFolder (file: string) {
+  const folder = dirname(file)
+  if (statOf(folder) !== undefined) return
+  if (file !== sqliteFileOf(DEFAULT_DATABASE_URL)) throw new Error(`the folder ${folder} does not exist: create it, or correct the path`)
+  mkdirSync(folder)
 }
 
 // A new file's directory entry must reach the disk too, or a power cut can lose the whole file.
@@ -108,9 +102,9 @@ function statOf (path: string): Stats | undefined {
 
 const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && now.ino === opened.ino && now.dev === opened.dev
 
-/** Opens (and makes, when missing) the database file: WAL, fsync on every commit, exact int64 ids. */
+/** Opens (and makes, when missing, in a folder that must exist but for the default's) the database file: WAL, fsync on every commit, exact int64 ids. */
 function openDatabase (file: string): Database.Database {
-  makeDirectory(dirname(file))
+  ensureFolder(file)
   const db = new Database(file)
   try {
     db.pragma('journal_mode = WAL')
@@ -137,7 +131,10 @@ function prepareStatements (db: Database.Database) {
     firstPage: db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?'),
     nextPage: db.prepare<[bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
     remove: db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?'),
-    check: db.prepare('SELECT 1')
+    // Readiness is whether a create could write: a write lock taken and given back at once. A -shm
+    // or a database file that cannot be written answers reads but refuses this.
+    begin: db.prepare('BEGIN IMMEDIATE'),
+    rollback: db.prepare('ROLLBACK')
   }
 }
 
@@ -155,7 +152,7 @@ class OpenedFiles {
   #leftNothing = false
   readonly #walTimer: NodeJS.Timeout
 
-  constructor (readonly file: string, readonly db: Database.Database) {
+  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog) {
     this.paths = sqliteFiles(file)
     this.#opened = this.paths.map((path) => statSync(path))
     this.#walTimer = setInterval(() => this.#truncateWal(), WAL_CHECK_MS).unref()
@@ -163,8 +160,10 @@ class OpenedFiles {
 
   assertKept () {
     const found = this.paths.map(statOf)
+    const keptUntilNow = !this.lost
     this.lost = !found.every((now, i) => isSame(now, this.#opened[i]))
     if (!this.lost) return
+    if (keptUntilNow) this.#keepAcknowledged()
     // Another file at one of the paths, or our log gone: ours can never be at the path again.
     const replaced = found.some((now, i) => now !== undefined && !isSame(now, this.#opened[i]))
     if (!this.#leftNothing && (replaced || found[1] === undefined)) this.#leaveNothingBehind()
@@ -172,20 +171,52 @@ class OpenedFiles {
   }
 
   /**
+   * Once a file is not the one opened, the plants acknowledged must stay in a file the operator
+   * can find: SQLite itself does not checkpoint a database moved while open, and its log, once
+   * unlinked, would take them along. The log is copied into the database the store has open,
+   * wherever it is now; when that has no name any more, into a copy beside the path; when the
+   * log cannot be copied whole (a reader of another process holds an older snapshot), it goes
+   * beside the moved database. The log says where.
+   */
+  #keepAcknowledged () {
+    const { file, paths, db } = this
+    const opened = this.#opened
+    const atPath = isSame(statOf(file), opened[0])
+    let copied = false
+    try {
+      // Moved away, its log is also emptied: left at the path, it would be laid over the next
+      // database made there. At the path, the log is only copied, as before any move.
+      const [{ log, checkpointed }] = db.pragma(`wal_checkpoint(${atPath ? 'FULL' : 'TRUNCATE'})`) as Array<{ log: number, checkpointed: number }>
+      copied = checkpointed === log
+    /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
+    } catch {
+      // Said below: the log goes with the database.
+    }
+    let where = atPath ? file : pathNow(opened[0])
+    if (where === undefined) {
+      const copy = `${file}.recovered-${Date.now()}`
+      try {
+        db.prepare('VACUUM INTO ?').run(copy)
+        where = copy
+      } catch {
+        // The folder is gone too: nowhere to write.
+      }
+    } else if (!copied && where !== file && isSame(statOf(paths[1]), opened[1])) {
+      renameSync(paths[1], `${where}-wal`)
+    }
+    this.log.warn(`plant-store: the SQLite database ${file} (or its -wal or -shm) was moved, replaced or removed while open: ` +
+      'creates and /readyz answer 503 until it is back or the service is restarted; ' +
+      (where === undefined ? 'its plants could not be saved: its folder is gone' : `every plant acknowledged is in ${where}`))
+  }
+
+  /**
    * Once a file is not the one opened, what is still ours must not be applied to another: SQLite
    * reads whatever -wal and -shm lie beside a database as that database's, and would lay this
-   * database's pages over a file moved in. Our log's plants are first copied into our database,
-   * when that is still at the path (the log alone was removed); then our -wal and -shm are removed
-   * from the path.
+   * database's pages over a file moved in. Our -wal and -shm (their plants copied, above) are
+   * removed from the path.
    */
   #leaveNothingBehind () {
     this.#leftNothing = true
-    try {
-      if (isSame(statOf(this.file), this.#opened[0])) this.db.pragma('wal_checkpoint(FULL)')
-    /* c8 ignore next 3: only a database that cannot be written (I/O error, disk full) lands here */
-    } catch {
-      // Its log goes with it.
-    }
     for (const [i, path] of this.paths.entries()) {
       try {
         if (i > 0 && isSame(statOf(path), this.#opened[i])) unlinkSync(path)
@@ -232,10 +263,10 @@ class SqliteStore implements PlantStore, OutboxStore {
   readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
   readonly #removeWithEvent: (id: bigint, at: number) => { deleted: boolean, event: boolean }
 
-  constructor (file: string) {
+  constructor (file: string, log: StoreLog) {
     const db = this.#db = openDatabase(file)
     const statements = this.#statements = prepareStatements(db)
-    this.#files = new OpenedFiles(file, db)
+    this.#files = new OpenedFiles(file, db, log)
     this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
       try {
         statements.insert.run(plant.id, plant.name, plant.tag ?? null)
@@ -323,7 +354,8 @@ class SqliteStore implements PlantStore, OutboxStore {
 
   ping = () => this.#read(() => {
     this.#files.assertKept()
-    this.#statements.check.get()
+    this.#statements.begin.run()
+    this.#statements.rollback.run()
   })
 
   close = async () => {
@@ -338,6 +370,11 @@ class SqliteStore implements PlantStore, OutboxStore {
   }
 }
 
-export function openSqliteStore (path: string): PlantStore & OutboxStore {
-  return new SqliteStore(resolve(path))
+export interface SqliteStoreOptions {
+  /** Where the store says what became of a database moved or replaced under it. */
+  log?: StoreLog
+}
+
+export function openSqliteStore (path: string, { log = noLog }: SqliteStoreOptions = {}): PlantStore & OutboxStore {
+  return new SqliteStore(resolve(path), log)
 }

@@ -127,7 +127,12 @@ t.test('every shape the store cannot use is named (the catalog\'s answer, checke
     can_delete: true,
     columns: [{ name: 'id', type: 'bigint', notNull: true }, { name: 'name', type: 'text', notNull: true }, { name: 'tag', type: 'text', notNull: false }],
     primary_key: ['id'],
-    constraints: []
+    constraints: [],
+    unique_indexes: [],
+    triggers: [],
+    rules: [],
+    row_security: false,
+    policies: []
   }
   t.strictSame(shapeProblems(good), [], 'the store\'s own table')
   t.strictSame(shapeProblems({ ...good, kind: 'p' }), [], 'partitioned, it is still a table')

@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { isStoreUnavailable, listedIds, plantBody, send } from '../helpers/load.js'
@@ -8,6 +8,7 @@ const TOKEN = 'sqlite-lost-file-token'
 
 t.test('the data folder removed under a running server: creates 503, /readyz 503, nothing acknowledged is lost', async (t) => {
   const folder = join(t.testdir(), 'data')
+  mkdirSync(folder)
   const env = { DATABASE_URL: `sqlite:${join(folder, 'plants.db')}`, API_TOKENS: TOKEN }
   const server = await startServer(t, env)
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)
@@ -28,6 +29,8 @@ t.test('the data folder removed under a running server: creates 503, /readyz 503
 
   server.child.kill('SIGTERM')
   t.same(await exitWithin(server, 10_000), { code: 0, signal: null }, 'the server stops cleanly')
+  // A missing folder is refused at start: the operator makes it again.
+  mkdirSync(folder)
   const again = await startServer(t, env)
   const list = await send(again.url, TOKEN, 'GET', '/plants')
   t.strictSame(listedIds(list.text), acknowledged, 'after a restart, every plant acknowledged is there')

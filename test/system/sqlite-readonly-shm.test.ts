@@ -1,0 +1,54 @@
+/**
+ * The SQLite -shm cannot be written when the service starts (left read-only by another user or
+ * a copy): every write would fail, so /readyz must say so. Real files, real processes; as root,
+ * whom file modes do not stop, the file is made immutable instead.
+ */
+import { execFileSync } from 'node:child_process'
+import { chmodSync, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { isStoreUnavailable, plantBody, send } from '../helpers/load.js'
+import { exitWithin, startServer } from '../helpers/server-process.js'
+
+const TOKEN = 'sqlite-readonly-shm-token'
+
+const asRoot = process.getuid?.() === 0
+
+/** Makes `file` impossible to open for writing, for root too. */
+function makeReadOnly (file: string) {
+  if (asRoot) execFileSync('chattr', ['+i', file])
+  else chmodSync(file, 0o444)
+}
+
+/** Undoes makeReadOnly, so that the test folder can be removed. */
+function makeWritable (file: string) {
+  if (asRoot) execFileSync('chattr', ['-i', file])
+  else chmodSync(file, 0o644)
+}
+
+t.test('a read-only -shm at start: /readyz and every create answer 503', async (t) => {
+  const dir = t.testdir()
+  const folder = join(dir, 'data')
+  mkdirSync(folder)
+  const file = join(folder, 'plants.db')
+  const env = { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN }
+  const first = await startServer(t, env)
+  t.equal((await send(first.url, TOKEN, 'POST', '/plants', plantBody('1', 'before'))).status, 200, 'a create before')
+  // kill -9 leaves the -wal and the -shm behind.
+  first.child.kill('SIGKILL')
+  await exitWithin(first, 10_000)
+  makeReadOnly(`${file}-shm`)
+
+  try {
+    const server = await startServer(t, env)
+    const create = await send(server.url, TOKEN, 'POST', '/plants', plantBody('2', 'after'))
+    t.ok(isStoreUnavailable(create), 'a create answers 503', { found: create })
+    const ready = await send(server.url, TOKEN, 'GET', '/readyz')
+    t.ok(isStoreUnavailable(ready), '/readyz answers 503, as creates do', { found: ready })
+    t.equal((await send(server.url, TOKEN, 'GET', '/plants/1')).status, 200, 'reads still answer')
+    server.child.kill('SIGKILL')
+    await exitWithin(server, 10_000)
+  } finally {
+    makeWritable(`${file}-shm`)
+  }
+})

@@ -1,0 +1,45 @@
+/**
+ * Finished events past the retention are removed as fast as they come: however many there are,
+ * the outbox shrinks to what the retention keeps, in small batches, without waiting for the next
+ * hourly run. Real SQLite file, the real worker.
+ */
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import Database from 'better-sqlite3'
+import t from 'tap'
+import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { resolveWebhooks } from '../../webhooks/config.js'
+import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { messageId } from '../../webhooks/signing.js'
+import { DeliveryWorker } from '../../webhooks/worker.js'
+import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+
+const EVENTS = 40_000
+
+t.test(`${EVENTS} delivered events past a retention of 1 ms: all pruned at start, not 10,000 an hour`, async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  // An address never sent to: the deliveries are marked delivered behind the worker's back.
+  const config = resolveWebhooks(webhooksFor([{ url: 'http://127.0.0.1:9/hook', secret: newSecret() }], { retention: 1 }))
+  const outbox = await store.openOutbox({
+    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  })
+  await Promise.all(Array.from({ length: EVENTS }, (_, index) => store.create({ id: BigInt(index + 1), name: 'pruned' })))
+  const look = new Database(file)
+  t.teardown(() => look.close())
+  look.prepare("UPDATE webhook_deliveries SET state = 'delivered'").run()
+  const left = () => Number(look.prepare('SELECT count(*) AS n FROM webhook_events').pluck().get())
+  t.equal(left(), EVENTS, `${EVENTS} finished events`)
+
+  const warnings: string[] = []
+  // Hourly: the default. The start's run must take all of them.
+  const worker = new DeliveryWorker({ outbox, config, log: { warn: (_object, message) => warnings.push(message) }, pollMs: 60_000, pruneEveryMs: 3_600_000 })
+  t.teardown(() => worker.stop(0))
+  const started = performance.now()
+  worker.start()
+  t.ok(await eventually(() => left() === 0, 30_000), 'every event past the retention is pruned', { left: left() })
+  t.comment(`${EVENTS - left()} events pruned in ${Math.round(performance.now() - started)} ms`)
+  t.strictSame(warnings, [], 'no warning')
+})
