@@ -13,7 +13,7 @@ import { MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT } from '../../schemas/index.js'
 import { checkOptions } from '../../src/options.js'
 import { send } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
-import { exitWithin, linesOf, spawnServer, startServer } from '../helpers/server-process.js'
+import { exitWithin, linesOf, spawnServer, START_TIMEOUT, startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-config-refusals'
 const pgSkip = await postgresSkip()
@@ -38,7 +38,7 @@ t.test('a named pipe as API_TOKENS_FILE: the service exits at once with one line
   const fifo = join(t.testdir(), 'tokens.fifo')
   execFileSync('mkfifo', [fifo])
   const server = spawnServer(t, { API_TOKENS_FILE: fifo })
-  t.same(await exitWithin(server, 30_000), { code: 1, signal: null }, 'exits 1')
+  t.same(await exitWithin(server, START_TIMEOUT), { code: 1, signal: null }, 'exits 1')
   t.strictSame(linesOf(server.stderr()), [
     `Invalid configuration: API_TOKENS_FILE is not a regular file; set it to a readable regular file of tokens, one a line, at most ${MAX_TOKENS_FILE_BYTES} bytes.`
   ])
@@ -69,7 +69,7 @@ t.test('sslmode=require against a server without TLS: refused at start with one 
   const url = new URL(await freshDatabase(t))
   url.searchParams.set('sslmode', 'require')
   const server = spawnServer(t, { DATABASE_URL: url.href, API_TOKENS: TOKEN })
-  t.same(await exitWithin(server, 30_000), { code: 1, signal: null }, 'exits 1')
+  t.same(await exitWithin(server, START_TIMEOUT), { code: 1, signal: null }, 'exits 1')
   // pg's own warning (sslmode=require is taken as verify-full) comes first: the service's line is the last.
   t.match(linesOf(server.stderr()).at(-1), /^Invalid configuration: DATABASE_URL cannot be opened \(PostgreSQL: the PostgreSQL server does not support TLS, which the URL asks for \(sslmode\): enable TLS on the server, or remove sslmode from DATABASE_URL/)
 })
