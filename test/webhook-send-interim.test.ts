@@ -1,0 +1,99 @@
+import { once } from 'node:events'
+import { createServer, type Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
+import t, { type Test } from 'tap'
+import { parseNetworks } from '../webhooks/config.js'
+import { EndpointSender, MAX_INTERIM_RESPONSES } from '../webhooks/send.js'
+
+const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')
+const HEADERS = { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }
+// Far above what the attempts below may take: ending at it would be the failure under test.
+const TIMEOUT_MS = 10_000
+
+/**
+ * A misbehaving receiver on a raw socket: once the request has arrived it writes `chunk` again and
+ * again, one at a time whenever the kernel has taken the last one, until the sender hangs up.
+ */
+async function startFlood (t: Test, chunk: string | ((index: number) => string)) {
+  const state = { written: 0, closed: 0 }
+  const sockets = new Set<Socket>()
+  const server = createServer((socket) => {
+    sockets.add(socket)
+    let index = 0
+    let open = true
+    const pump = () => {
+      if (!open) return
+      if (socket.writableLength === 0) {
+        const text = typeof chunk === 'string' ? chunk : chunk(index++)
+        socket.write(text)
+        state.written += Buffer.byteLength(text)
+      }
+      setImmediate(pump)
+    }
+    socket.once('data', pump)
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      open = false
+      state.closed++
+    })
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, state }
+}
+
+function sender (t: Test, url: string, timeout = TIMEOUT_MS) {
+  const sending = new EndpointSender(new URL(url), LOOPBACK, timeout, 4)
+  t.teardown(() => sending.close())
+  return sending
+}
+
+const waitFor = async (check: () => boolean) => {
+  while (!check()) await new Promise((resolve) => setImmediate(resolve))
+}
+
+t.test('endless 100 Continue: an http_error long before the timeout, the connection dropped after a few bytes', async (t) => {
+  const flood = await startFlood(t, 'HTTP/1.1 100 Continue\r\n\r\n'.repeat(160))
+  const result = await sender(t, flood.url).send(HEADERS, '{}')
+  t.match(result, { outcome: 'http_error', status: 100 })
+  t.ok(result.durationMs < TIMEOUT_MS / 4, `ended after ${Math.round(result.durationMs)} ms`)
+  await waitFor(() => flood.state.closed === 1)
+  t.ok(flood.state.written < 1024 * 1024, `the receiver wrote ${flood.state.written} bytes before the sender hung up`)
+})
+
+t.test('endless 103 Early Hints: cut off after a handful, as an http_error', async (t) => {
+  const flood = await startFlood(t, 'HTTP/1.1 103 Early Hints\r\nlink: </style.css>; rel=preload\r\n\r\n')
+  const result = await sender(t, flood.url).send(HEADERS, '{}')
+  t.match(result, { outcome: 'http_error', status: 103, error: 'too many interim responses' })
+  t.ok(result.durationMs < TIMEOUT_MS / 4, `ended after ${Math.round(result.durationMs)} ms`)
+  await waitFor(() => flood.state.closed === 1)
+  t.ok(flood.state.written < 1024 * 1024, `the receiver wrote ${flood.state.written} bytes before the sender hung up`)
+})
+
+t.test('fewer than a handful of interim answers, but past 64 KiB of them: an http_error', async (t) => {
+  const hint = `HTTP/1.1 103 Early Hints\r\nlink: <${'a'.repeat(12_000)}>; rel=preload\r\n\r\n`
+  const flood = await startFlood(t, (index) => index < 6 ? hint : index === 6 ? 'HTTP/1.1 204 No Content\r\n\r\n' : '')
+  const result = await sender(t, flood.url).send(HEADERS, '{}')
+  t.match(result, { outcome: 'http_error', status: 103, error: 'too many interim responses' })
+})
+
+t.test('a handful of interim answers before the final one is fine', async (t) => {
+  const answer = (index: number) => index < MAX_INTERIM_RESPONSES
+    ? 'HTTP/1.1 102 Processing\r\n\r\n'
+    : index === MAX_INTERIM_RESPONSES ? 'HTTP/1.1 204 No Content\r\n\r\n' : ''
+  const flood = await startFlood(t, answer)
+  t.match(await sender(t, flood.url).send(HEADERS, '{}'), { outcome: 'success', status: 204 })
+})
+
+t.test('a receiver that trickles its answer a byte at a time: the attempt ends at the timeout', async (t) => {
+  const answer = 'HTTP/1.1 200 OK\r\ncontent-length: 100000000\r\n\r\n' + 'x'.repeat(64)
+  const flood = await startFlood(t, (index) => answer[index % answer.length])
+  const result = await sender(t, flood.url, 500).send(HEADERS, '{}')
+  t.match(result, { outcome: 'timeout', error: 'timeout' })
+  t.ok(result.durationMs >= 490 && result.durationMs < 3000, `ended after ${Math.round(result.durationMs)} ms`)
+  await waitFor(() => flood.state.closed === 1)
+})
