@@ -1,50 +1,12 @@
-import { once } from 'node:events'
-import { createServer, type Socket } from 'node:net'
-import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { parseNetworks } from '../webhooks/config.js'
 import { EndpointSender, MAX_INTERIM_RESPONSES } from '../webhooks/send.js'
+import { startFlood } from './helpers/flood-receiver.js'
 
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')
 const HEADERS = { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }
 // Far above what the attempts below may take: ending at it would be the failure under test.
 const TIMEOUT_MS = 10_000
-
-/**
- * A misbehaving receiver on a raw socket: once the request has arrived it writes `chunk` again and
- * again, one at a time whenever the kernel has taken the last one, until the sender hangs up.
- */
-async function startFlood (t: Test, chunk: string | ((index: number) => string)) {
-  const state = { written: 0, closed: 0 }
-  const sockets = new Set<Socket>()
-  const server = createServer((socket) => {
-    sockets.add(socket)
-    let index = 0
-    let open = true
-    const pump = () => {
-      if (!open) return
-      if (socket.writableLength === 0) {
-        const text = typeof chunk === 'string' ? chunk : chunk(index++)
-        socket.write(text)
-        state.written += Buffer.byteLength(text)
-      }
-      setImmediate(pump)
-    }
-    socket.once('data', pump)
-    socket.on('error', () => {})
-    socket.on('close', () => {
-      open = false
-      state.closed++
-    })
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, state }
-}
 
 function sender (t: Test, url: string, timeout = TIMEOUT_MS) {
   const sending = new EndpointSender(new URL(url), LOOPBACK, timeout, 4)
