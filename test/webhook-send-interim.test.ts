@@ -1,4 +1,5 @@
 import t, { type Test } from 'tap'
+import { startReceiver } from './helpers/receiver.js'
 import { parseNetworks } from '../webhooks/config.js'
 import { EndpointSender, MAX_INTERIM_RESPONSES } from '../webhooks/send.js'
 import { startFlood } from './helpers/flood-receiver.js'
@@ -58,4 +59,19 @@ t.test('a receiver that trickles its answer a byte at a time: the attempt ends a
   t.match(result, { outcome: 'timeout', error: 'timeout' })
   t.ok(result.durationMs >= 490 && result.durationMs < 3000, `ended after ${Math.round(result.durationMs)} ms`)
   await waitFor(() => flood.state.closed === 1)
+})
+
+t.test('an attempt aborted while queued for a connection is never sent', async (t) => {
+  const receiver = await startReceiver(t, () => {})
+  const sending = new EndpointSender(new URL(receiver.url), LOOPBACK, 500, 1)
+  t.teardown(() => sending.close())
+  const holding = sending.send(HEADERS, '{"n":1}')
+  const abort = new AbortController()
+  const queued = sending.send(HEADERS, '{"n":2}', abort.signal)
+  abort.abort()
+  t.match(await queued, { outcome: 'network', error: 'aborted at shutdown' })
+  t.match(await holding, { outcome: 'timeout' })
+  // The pool hands the aborted request a connection once the first is cut: it must not be sent on it.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(receiver.received.map(({ body }) => body), ['{"n":1}'], 'only the first request arrived')
 })
