@@ -1,6 +1,5 @@
-import http from 'node:http'
-import https from 'node:https'
 import { performance } from 'node:perf_hooks'
+import { Pool, type Dispatcher } from 'undici'
 import type { AttemptOutcome } from '../stores/outbox.js'
 import { checkLiteralHost, guardedLookup, type Networks } from './ssrf.js'
 
@@ -9,6 +8,12 @@ export const WEBHOOK_USER_AGENT = 'plant-store-webhooks'
 
 // What of a receiver's answer is read: the status and headers matter, the body is drained and dropped.
 const MAX_BODY_BYTES = 64 * 1024
+// Interim (1xx) answers before the final one: a receiver that sends more, or more bytes of them,
+// holds the attempt (and a connection) for nothing and is cut off.
+export const MAX_INTERIM_RESPONSES = 8
+export const MAX_INTERIM_BYTES = 64 * 1024
+// undici ends the connection at an unasked-for 100 Continue with this socket error.
+const INTERIM_REFUSED = 'bad response'
 
 export interface AttemptResult {
   outcome: AttemptOutcome
@@ -19,15 +24,114 @@ export interface AttemptResult {
   durationMs: number
 }
 
+type Outcome = Omit<AttemptResult, 'durationMs'>
+
+/** The value of the header `name` (lower case) in undici's raw [name, value, ...] list. */
+function rawHeader (raw: Buffer[], name: string): string | undefined {
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === name.length && raw[i].toString('latin1').toLowerCase() === name) return raw[i + 1].toString('latin1')
+  }
+  return undefined
+}
+
+function rawSize (raw: Buffer[]): number {
+  let size = 16 // the status line
+  for (const part of raw) size += part.length + 2
+  return size
+}
+
+/**
+ * One attempt as an undici dispatch handler: the answer's status and Retry-After are kept, its body
+ * counted and dropped, interim answers counted; the first of finish, failure, timeout or abort wins.
+ */
+class Attempt implements Dispatcher.DispatchHandler {
+  private abortRequest?: (reason?: Error) => void
+  private settled = false
+  private status = 0
+  private retryAfter?: string
+  private read = 0
+  private interim = 0
+  private interimBytes = 0
+  private readonly timer: NodeJS.Timeout
+  private readonly start = performance.now()
+
+  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number, private readonly signal?: AbortSignal) {
+    this.timer = setTimeout(() => this.cut({ outcome: 'timeout', error: 'timeout' }), timeout)
+    signal?.addEventListener('abort', this.onAbort, { once: true })
+  }
+
+  private readonly onAbort = () => this.cut({ outcome: 'network', error: 'aborted at shutdown' })
+
+  private settle (result: Outcome): void {
+    if (this.settled) return
+    this.settled = true
+    clearTimeout(this.timer)
+    this.signal?.removeEventListener('abort', this.onAbort)
+    this.resolve({ ...result, durationMs: performance.now() - this.start })
+  }
+
+  /** Ends the attempt with `result` and drops its connection (at once, or once it has one). */
+  private cut (result: Outcome): void {
+    this.settle(result)
+    this.abortRequest?.(new Error(result.error))
+  }
+
+  private answered (): Outcome {
+    const status = this.status
+    if (status >= 200 && status < 300) return { outcome: 'success', status }
+    return { outcome: status === 410 ? 'gone' : 'http_error', status, ...(this.retryAfter !== undefined && { retryAfter: this.retryAfter }) }
+  }
+
+  onConnect (abort: (reason?: Error) => void): void {
+    this.abortRequest = abort
+    // Timed out or aborted while queued for a connection: never sent.
+    if (this.settled) abort(new Error('ended before it was sent'))
+  }
+
+  onHeaders (statusCode: number, rawHeaders: Buffer[]): boolean {
+    if (statusCode < 200) {
+      this.interim++
+      this.interimBytes += rawSize(rawHeaders)
+      if (this.interim > MAX_INTERIM_RESPONSES || this.interimBytes > MAX_INTERIM_BYTES) {
+        this.cut({ outcome: 'http_error', status: statusCode, error: 'too many interim responses' })
+      }
+      return true
+    }
+    this.status = statusCode
+    this.retryAfter = rawHeader(rawHeaders, 'retry-after')
+    return true
+  }
+
+  onData (chunk: Buffer): boolean {
+    this.read += chunk.length
+    // A receiver that streams without end is cut off: its status is known already.
+    if (this.read > MAX_BODY_BYTES) this.cut(this.answered())
+    return true
+  }
+
+  onComplete (): void {
+    this.settle(this.answered())
+  }
+
+  onError (error: Error & { code?: string }): void {
+    if (this.status !== 0) return this.settle(this.answered())
+    if (error.code === 'EWEBHOOKBLOCKED') return this.settle({ outcome: 'blocked', error: 'blocked' })
+    if (error.code === 'UND_ERR_SOCKET' && error.message === INTERIM_REFUSED) {
+      return this.settle({ outcome: 'http_error', status: 100, error: 'unexpected 100 Continue' })
+    }
+    this.settle({ outcome: 'network', error: error.code })
+  }
+}
+
 /** Sends webhook requests to one endpoint over kept-alive connections, to checked addresses only. */
 export class EndpointSender {
-  private readonly agent: http.Agent
-  private readonly lookup: ReturnType<typeof guardedLookup>
+  private readonly pool: Pool
+  private readonly path: string
 
   constructor (private readonly url: URL, private readonly allowed: Networks, private readonly timeout: number, maxSockets: number) {
-    const Agent = url.protocol === 'https:' ? https.Agent : http.Agent
-    this.agent = new Agent({ keepAlive: true, maxSockets })
-    this.lookup = guardedLookup(allowed)
+    // The connector resolves through the filter: the socket connects only to an address checked there.
+    this.pool = new Pool(url.origin, { connections: maxSockets, pipelining: 1, connect: { lookup: guardedLookup(allowed) } })
+    this.path = `${url.pathname}${url.search}`
   }
 
   /**
@@ -35,63 +139,20 @@ export class EndpointSender {
    * is a failure like any other non-2xx, never followed. `signal` aborts it (at shutdown).
    */
   send (headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
-    const start = performance.now()
-    const done = (result: Omit<AttemptResult, 'durationMs'>): AttemptResult => ({ ...result, durationMs: performance.now() - start })
-    try {
-      checkLiteralHost(this.url, this.allowed)
-    } catch {
-      return Promise.resolve(done({ outcome: 'blocked', error: 'blocked' }))
-    }
     return new Promise((resolve) => {
-      let settled = false
-      const settle = (result: Omit<AttemptResult, 'durationMs'>) => {
-        if (settled) return
-        settled = true
-        clearTimeout(timer)
-        signal?.removeEventListener('abort', onAbort)
-        resolve(done(result))
+      const attempt = new Attempt(resolve, this.timeout, signal)
+      try {
+        checkLiteralHost(this.url, this.allowed)
+      } catch {
+        return attempt.onError(Object.assign(new Error('blocked'), { code: 'EWEBHOOKBLOCKED' }))
       }
-      const client = this.url.protocol === 'https:' ? https : http
-      const request = client.request(this.url, {
-        method: 'POST',
-        agent: this.agent,
-        lookup: this.lookup,
-        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)), 'user-agent': WEBHOOK_USER_AGENT }
-      }, (response) => {
-        const status = response.statusCode!
-        const retryAfter = response.headers['retry-after']
-        let read = 0
-        response.on('data', (chunk: Buffer) => {
-          read += chunk.length
-          // A receiver that streams without end is cut off: its status is known already.
-          if (read > MAX_BODY_BYTES) response.destroy()
-        })
-        const finish = () => settle(status >= 200 && status < 300
-          ? { outcome: 'success', status }
-          : { outcome: status === 410 ? 'gone' : 'http_error', status, ...(retryAfter !== undefined && { retryAfter }) })
-        response.on('end', finish)
-        response.on('close', finish)
-        response.on('error', finish)
-      })
-      const timer = setTimeout(() => {
-        settle({ outcome: 'timeout', error: 'timeout' })
-        request.destroy()
-      }, this.timeout)
-      const onAbort = () => {
-        settle({ outcome: 'network', error: 'aborted at shutdown' })
-        request.destroy()
-      }
-      signal?.addEventListener('abort', onAbort, { once: true })
-      request.on('error', (error: NodeJS.ErrnoException) => {
-        settle(error.code === 'EWEBHOOKBLOCKED'
-          ? { outcome: 'blocked', error: 'blocked' }
-          : { outcome: 'network', error: error.code })
-      })
-      request.end(body)
+      this.pool.dispatch({ method: 'POST', path: this.path, headers: { ...headers, 'user-agent': WEBHOOK_USER_AGENT }, body }, attempt)
     })
   }
 
   close (): void {
-    this.agent.destroy()
+    // Destroying a pool rejects only if it is already destroyed: nothing to do then.
+    /* c8 ignore next */
+    this.pool.destroy().catch(() => {})
   }
 }
