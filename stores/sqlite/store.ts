@@ -9,6 +9,7 @@ import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { sqliteFiles } from './files.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
+import { checkedSchemaVersion } from './schema-version.js'
 import { toPlant, type ListOptions, type PlantStore } from '../types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
@@ -38,7 +39,7 @@ const WAL_CHECK_MS = 1000
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
 function migrate (db: Database.Database) {
-  const version = Number(db.pragma('user_version', { simple: true }))
+  const version = checkedSchemaVersion(db, MIGRATIONS.length)
   for (let next = version; next < MIGRATIONS.length; next++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[next])
