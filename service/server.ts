@@ -6,7 +6,6 @@ import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, trust
 import { metricsListening } from './metrics-listener.js'
 import { StoreOpenError } from '../stores/index.js'
 import { ignoreSignals } from './ignored-signals.js'
-import { runCommand } from './commands.js'
 
 /**
  * Signals close-with-grace would take for a request to shut down, and must not: only SIGTERM and
@@ -75,7 +74,7 @@ async function start () {
 
 try {
   // `node server.mjs <command> ...`: an operator's command (backup) instead of the service.
-  if (process.argv.length > 2) process.exit(runCommand(process.argv.slice(2)))
+  if (process.argv.length > 2) process.exit(await (await import('./commands.js')).runCommand(process.argv.slice(2)))
   await start()
 } catch (error) {
   if (error instanceof ConfigError) exitWith(error.message)
