@@ -73,6 +73,8 @@ async function start () {
 }
 
 try {
+  // `node server.mjs <command> ...`: an operator's command (backup) instead of the service.
+  if (process.argv.length > 2) process.exit(await (await import('./commands.js')).runCommand(process.argv.slice(2)))
   await start()
 } catch (error) {
   if (error instanceof ConfigError) exitWith(error.message)

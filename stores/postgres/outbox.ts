@@ -28,7 +28,7 @@ export function outboxTables (plants: TableName) {
 type Tables = ReturnType<typeof outboxTables>
 
 /** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
-const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
+export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
     type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,

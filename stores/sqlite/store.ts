@@ -10,6 +10,7 @@ import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
 import { pathNow } from './moved.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
+import { checkedSchemaVersion } from './schema-version.js'
 import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
 
 // Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
@@ -39,7 +40,7 @@ const WAL_CHECK_MS = 1000
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
 function migrate (db: Database.Database) {
-  const version = Number(db.pragma('user_version', { simple: true }))
+  const version = checkedSchemaVersion(db, MIGRATIONS.length)
   for (let next = version; next < MIGRATIONS.length; next++) {
     db.transaction(() => {
       db.exec(MIGRATIONS[next])

@@ -1,0 +1,11 @@
+import { createTableSql, DEFAULT_TABLE, type TableName } from './table.js'
+import { createOutboxSql, outboxTables } from './outbox.js'
+
+/**
+ * Every statement the store runs to make its tables (the plants and, with webhooks on, the outbox),
+ * as one script: for a database administrator to run once when the service's role may not CREATE.
+ */
+export function schemaSql (name: TableName = { table: DEFAULT_TABLE }): string {
+  return [createTableSql(name), ...createOutboxSql(outboxTables(name), name)]
+    .map((statement) => `${statement.replace(/\n\s+/g, '\n  ')};\n`).join('')
+}

@@ -1,0 +1,39 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { randomBytes } from 'node:crypto'
+import t from 'tap'
+import { exitWithin, SERVER_ENTRY, serverEnv, startServer } from '../helpers/server-process.js'
+import { plantBody } from '../helpers/load.js'
+import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
+import { eventually, newSecret } from '../helpers/webhooks.js'
+
+t.test('schema-sql: the printed SQL, run by an administrator, lets a role without CREATE run the service with webhooks',
+  { skip: await postgresSkip() }, async (t) => {
+    const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY, 'schema-sql'], { env: serverEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+    let sql = ''
+    child.stdout.on('data', (chunk: Buffer) => { sql += chunk.toString() })
+    const [code] = await once(child, 'exit') as [number | null]
+    t.equal(code, 0, 'schema-sql exits 0')
+    t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants" \(id int8 PRIMARY KEY, name text NOT NULL, tag text\);\n/)
+
+    const url = await freshDatabase(t)
+    await sqlOn(url, sql)
+    const role = `plant_store_app_${randomBytes(4).toString('hex')}`
+    await sqlOn(url, `CREATE ROLE ${role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
+    t.teardown(async () => { await sqlOn(url, `DROP OWNED BY ${role}`); await sqlOn(url, `DROP ROLE ${role}`) })
+    const asRole = new URL(url)
+    asRole.username = role
+
+    const receiver = await startReceiver(t, (response) => { response.statusCode = 204; response.end() })
+    const server = await startServer(t, webhookEnv(asRole.href, receiver.url, newSecret()))
+    const created = await fetch(`${server.url}/plants`, {
+      method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('7', 'fern')
+    })
+    t.equal(created.status, 200, 'a create succeeds as the role without CREATE')
+    t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":7')), 30_000), 'and its webhook is delivered')
+    server.child.kill('SIGTERM')
+    t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
+  })

@@ -1,0 +1,61 @@
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import t, { type Test } from 'tap'
+import { exitWithin, spawnServer, startServer } from '../helpers/server-process.js'
+import { plantBody } from '../helpers/load.js'
+import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
+import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'
+
+const OLD_IDS = ['1', '2', '9007199254740993']
+
+/** This release started on data the previous one wrote: its plants served, a create delivered as a webhook. */
+async function assertServesPreviousData (t: Test, databaseUrl: string) {
+  const secret = newSecret()
+  const receiver = await startReceiver(t, (response) => { response.statusCode = 204; response.end() })
+  const server = await startServer(t, webhookEnv(databaseUrl, receiver.url, secret))
+  t.same([...await storedIds(server)].sort(), [...OLD_IDS].sort(), 'every plant the previous release stored is served')
+  const created = await fetch(`${server.url}/plants`, {
+    method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('42', 'new')
+  })
+  t.equal(created.status, 200, 'a create succeeds')
+  t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":42')), 30_000), 'and its webhook is delivered')
+  for (const { headers, body } of receiver.received) verifyDelivery(secret, headers, body)
+  server.child.kill('SIGTERM')
+  t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
+}
+
+t.test('SQLite: a file the previous release wrote is served, webhooks working', async (t) => {
+  const file = join(t.testdir({}), 'plants.db')
+  const db = new Database(file)
+  db.pragma('journal_mode = WAL')
+  db.exec(PREVIOUS_SQLITE_DDL)
+  for (const id of OLD_IDS) db.prepare('INSERT INTO plants (id, name) VALUES (?, ?)').run(BigInt(id), `old ${id}`)
+  db.close()
+  await assertServesPreviousData(t, `sqlite:${file}`)
+})
+
+t.test('SQLite: a file from a newer release is refused with one line', async (t) => {
+  const file = join(t.testdir({}), 'plants.db')
+  const db = new Database(file)
+  db.exec(PREVIOUS_SQLITE_DDL)
+  db.pragma('user_version = 7')
+  db.close()
+  const server = spawnServer(t, { DATABASE_URL: `sqlite:${file}` })
+  t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
+  t.equal(server.stderr(), `Invalid configuration: DATABASE_URL cannot be opened (SQLite file ${file}: schema version 7 was written by a newer ` +
+    'plant-store (this one knows up to 1): run that release, or restore a backup taken before the upgrade); ' +
+    'set DATABASE_URL to a writable sqlite:<path>, a reachable postgres:// database or memory:.\n')
+  const after = new Database(file, { readonly: true })
+  t.equal(after.pragma('user_version', { simple: true }), 7, 'the file is left as it was')
+  after.close()
+})
+
+t.test('PostgreSQL: a database the previous release wrote is served, webhooks working', { skip: await postgresSkip() }, async (t) => {
+  const url = await freshDatabase(t)
+  await sqlOn(url, PREVIOUS_POSTGRES_DDL)
+  for (const id of OLD_IDS) await sqlOn(url, 'INSERT INTO plants (id, name) VALUES ($1, $2)', [id, `old ${id}`])
+  await assertServesPreviousData(t, url)
+})
