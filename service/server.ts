@@ -6,6 +6,7 @@ import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, trust
 import { metricsListening } from './metrics-listener.js'
 import { StoreOpenError } from '../src/service-api.js'
 import { ignoreSignals } from './ignored-signals.js'
+import { configHints } from './config-hints.js'
 
 /**
  * Signals close-with-grace would take for a request to shut down, and must not: only SIGTERM and
@@ -47,12 +48,14 @@ async function start () {
     metricsListener: metrics !== undefined,
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
-      // Readable lines for a person at a terminal, JSON for a log collector.
-      /* c8 ignore next: the tests read the log through a pipe, never a terminal */
-      ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty' } } : {})
+      // Readable lines for a person at a terminal, JSON for a log collector, and always in
+      // production, where a terminal (docker run -t, a console) still feeds a collector.
+      /* c8 ignore next: the tests of the terminal run a child process, beyond coverage */
+      ...(process.stdout.isTTY && config.NODE_ENV !== 'production' ? { transport: { target: 'pino-pretty' } } : {})
     }
   })
   started.log = app.log
+  for (const hint of configHints(process.env)) app.log.warn(hint)
   closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log, skip: NOT_SHUTDOWN_SIGNALS }, async ({ signal, err }) => {
     /* c8 ignore next: only an uncaught exception, which no request can cause, comes here */
     if (err) app.log.error({ err }, 'shutting down after an uncaught error')
