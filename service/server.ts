@@ -50,9 +50,7 @@ async function start () {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector, and always in
       // production, where a terminal (docker run -t, a console) still feeds a collector.
-      /* c8 ignore start: the tests read the log through a pipe, never a terminal */
       ...(process.stdout.isTTY && config.NODE_ENV !== 'production' ? { transport: { target: 'pino-pretty' } } : {})
-      /* c8 ignore stop */
     }
   })
   started.log = app.log

@@ -22,12 +22,9 @@ export function pathNow (opened: Stats): string | undefined {
       if (now.ino !== opened.ino || now.dev !== opened.dev) continue
       const path = readlinkSync(join(FDS, fd))
       return path.endsWith(DELETED) ? undefined : path
-    /* c8 ignore start: a descriptor closed between the listing and the stat; not yet produced in a test */
     } catch {
       // Closed meanwhile (the directory's own descriptor among them).
     }
   }
-  // The database's descriptor stays open as long as the store.
   return undefined
 }
-/* c8 ignore stop */

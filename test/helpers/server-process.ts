@@ -9,6 +9,8 @@ export const SERVER_ENTRY = fileURLToPath(new URL('../../service/server.ts', imp
 
 /** Start-up goes through the TypeScript loader: slow, on a busy machine slower still. */
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
+// How long a server still running at teardown has to stop on SIGTERM before it is killed.
+const TEARDOWN_GRACE = 3000
 
 // Every variable the service reads: none of them may leak in from the environment of the test run.
 const SERVICE_VARIABLES = Object.keys(ConfigSchema.properties)
@@ -84,7 +86,8 @@ export interface SpawnOptions {
 
 /**
  * Spawns `node <loaders> service/server.ts` (or `node <args>`) with a clean environment, without
- * waiting for anything. The child is killed (SIGKILL) at the test's teardown if it is still running.
+ * waiting for anything. At the test's teardown a child still running is stopped (SIGTERM, then
+ * SIGKILL after TEARDOWN_GRACE ms).
  */
 export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options: SpawnOptions = {}): SpawnedServer {
   const command = [process.execPath, ...(options.args ?? [...process.execArgv, SERVER_ENTRY])]
@@ -119,8 +122,12 @@ export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options:
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { err += chunk })
 
   t.teardown(async () => {
-    if (isAlive(child)) child.kill('SIGKILL')
+    if (!isAlive(child)) return exited
+    // Asked to stop first, so that it exits on its own and writes its coverage; killed if it lingers.
+    child.kill('SIGTERM')
+    const lingering = setTimeout(() => child.kill('SIGKILL'), TEARDOWN_GRACE)
     await exited
+    clearTimeout(lingering)
   })
 
   function waitForLog (match: (line: LogLine) => boolean, timeout = START_TIMEOUT): Promise<LogLine> {

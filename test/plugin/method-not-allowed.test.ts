@@ -82,3 +82,19 @@ t.test('embedded with notFound: true, a method a route lacks is 405 and an unkno
   t.equal(patch.headers.allow, 'GET, HEAD, POST')
   t.same((await host.inject({ method: 'PATCH', url: '/store/nope' })).json(), { error: 404, message: 'Route not found' })
 })
+
+t.test('embedded under a host whose catch-all answers every method: no 405 shadows it', async (t) => {
+  const host = Fastify()
+  t.teardown(() => host.close())
+  host.all('/*', async (request) => ({ hostCatchAll: request.method }))
+  await host.register(plantStore, { tokens: [TOKEN], store: 'memory:' })
+  await host.ready()
+  for (const method of ['PUT', 'PATCH', 'DELETE'] as const) {
+    const answer = await host.inject({ method, url: '/plants' })
+    t.equal(answer.statusCode, 200, `${method} /plants: the host's`)
+    t.same(answer.json(), { hostCatchAll: method })
+    t.equal(answer.headers.allow, undefined)
+  }
+  t.equal((await host.inject({ method: 'POST', url: '/plants/1' })).json().hostCatchAll, 'POST')
+  t.equal((await host.inject({ method: 'GET', url: '/plants', headers: AUTH })).statusCode, 200, 'the plugin\'s own methods stay its own')
+})

@@ -55,6 +55,26 @@ t.test('at the connection limit, the oldest connection that owes nothing makes r
   fourth.socket.destroy()
 })
 
+t.test('at the limit with only known clients\' idle connections, the oldest of them makes room', async (t) => {
+  // At the limit when a connection arrives, one makes room: with three, the third makes it.
+  const { port } = await listening(t, {}, { maxConnections: 3 })
+  const known: Client[] = []
+  for (let count = 0; count < 2; count++) {
+    const keepAlive = await client(port)
+    keepAlive.socket.write(`GET /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+    while (answers(keepAlive.received()).length === 0) await sleep(10)
+    known.push(keepAlive)
+  }
+  await sleep(50)
+  const newcomer = await client(port)
+  t.ok(await settlesWithin(known[0]!.closed, 1000), 'the oldest known connection, idle, made room')
+  t.notOk(await settlesWithin(known[1]!.closed, 200), 'the other stays')
+  newcomer.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await newcomer.closed
+  t.same(answers(newcomer.received()), [200], 'the newcomer is answered')
+  known[1]!.socket.destroy()
+})
+
 t.test('when every connection owes an answer, a new one is refused', async (t) => {
   const { port } = await listening(t, {}, { maxConnections: 2 })
   const busy: Client[] = []
