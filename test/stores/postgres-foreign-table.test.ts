@@ -5,42 +5,17 @@
  * a 409 for an id that was not taken, never a 200 for a row stored under another id or not at all.
  * A real PostgreSQL, a role of the store's own that owns nothing.
  */
-import { randomBytes } from 'node:crypto'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { buildApp } from '../../service/app.js'
-import { AUTH, collectLogs, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
-import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
+import { AUTH, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
+import { assertRefusedOnceBroken, ownedByAnotherRole, getPlant, readiness, servedWithTableLog } from '../helpers/postgres-table.js'
+import { postgresSkip, sqlOn } from '../helpers/postgres.js'
 
 const pgSkip = await postgresSkip()
-const TABLE_LINE = /^plant-store: the PostgreSQL table /
 // Every create has the same name: a unique index on name refuses all but the first.
 const post = (app: App, id: number | string) => app.inject({
   method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: `{"id":${id},"name":"same name"}`
 })
-const get = (app: App, id: number) => app.inject({ url: `/plants/${id}`, headers: AUTH })
-const ready = (app: App) => app.inject({ url: '/readyz' })
-
-/** A database with the store's table made by its owner, and a login role of the store's own with the three privileges. */
-async function setUp (t: Test) {
-  const admin = await freshDatabase(t)
-  const role = `plant_store_role_${randomBytes(4).toString('hex')}`
-  await sqlOn(SERVER_URL, `CREATE ROLE ${role} LOGIN`)
-  t.teardown(() => sqlOn(SERVER_URL, `DROP ROLE IF EXISTS ${role}`))
-  t.teardown(() => sqlOn(admin, `DROP OWNED BY ${role}`)) // runs first: the database still exists
-  await sqlOn(admin, 'CREATE TABLE plants (id int8 PRIMARY KEY, name text NOT NULL, tag text)')
-  await sqlOn(admin, `GRANT SELECT, INSERT, DELETE ON plants TO ${role}`)
-  const url = new URL(admin)
-  url.username = role
-  return { admin, role, url: url.href }
-}
-
-async function serve (t: Test, store: string) {
-  const { lines, logger } = collectLogs('info')
-  const app = await buildApp({ tokens: [TOKEN], store }, { logger })
-  t.teardown(() => app.close())
-  const tableLines = () => lines.filter(({ msg }) => TABLE_LINE.test(String(msg))).map(({ msg }) => String(msg))
-  return { app, tableLines }
-}
 
 interface Member {
   label: string
@@ -79,45 +54,37 @@ const MEMBERS: Member[] = [
 
 for (const member of MEMBERS) {
   t.test(`${member.label}, made under the running service: no 500, no false 409, no false 200; then 503 and /readyz 503`, { skip: pgSkip }, async (t) => {
-    const { admin, role, url } = await setUp(t)
-    const { app, tableLines } = await serve(t, url)
+    const { admin, role, url } = await ownedByAnotherRole(t)
+    const { app, tableLines } = await servedWithTableLog(t, url)
     t.equal((await post(app, 1)).statusCode, 200, 'a create before')
-    t.equal((await ready(app)).statusCode, 200, '/readyz 200 before')
+    t.equal((await readiness(app)).statusCode, 200, '/readyz 200 before')
 
     await sqlOn(admin, member.sql.replaceAll('{role}', role))
-    const creates = await Promise.all(Array.from({ length: 20 }, (_, index) => post(app, index + 2)))
-    const statuses = creates.map(({ statusCode }) => statusCode)
-    t.notOk(statuses.includes(500), 'no create answers 500', { found: statuses })
-    t.notOk(statuses.includes(409), 'no create of a new id answers 409', { found: statuses })
-    const stored = new Set((await sqlOn<{ id: string }>(admin, 'SELECT id::text FROM plants')).map(({ id }) => id))
-    t.ok(creates.every(({ statusCode }, index) => statusCode !== 200 || stored.has(String(index + 2))), 'each 200 was stored, under its id')
-    t.equal((await post(app, 100)).statusCode, 503, 'then a create answers 503')
-    t.equal((await ready(app)).statusCode, 503, '/readyz answers 503')
-    t.equal((await post(app, 1)).statusCode, 503, 'a create of a taken id: 503, not 409')
+    await assertRefusedOnceBroken(t, app, admin, post)
     t.match(tableLines(), [member.says], 'one log line says what is wrong with the table')
   })
 
   t.test(`${member.label}, there at start: refused, naming what is wrong`, { skip: pgSkip }, async (t) => {
-    const { admin, role, url } = await setUp(t)
+    const { admin, role, url } = await ownedByAnotherRole(t)
     await sqlOn(admin, member.sql.replaceAll('{role}', role))
     await t.rejects(buildApp({ tokens: [TOKEN], store: url }), { message: member.says })
   })
 }
 
 t.test('a search_path that puts another plants table first: the store keeps to its own table', { skip: pgSkip }, async (t) => {
-  const { admin, role, url } = await setUp(t)
-  const { app } = await serve(t, url)
+  const { admin, role, url } = await ownedByAnotherRole(t)
+  const { app } = await servedWithTableLog(t, url)
   t.equal((await post(app, 1)).statusCode, 200, 'plant 1 created')
   await sqlOn(admin, `CREATE SCHEMA other; CREATE TABLE other.plants (id int8 PRIMARY KEY, name text NOT NULL, tag text);
     GRANT USAGE ON SCHEMA other TO ${role}; GRANT SELECT, INSERT, DELETE ON other.plants TO ${role};
     ALTER ROLE ${role} IN DATABASE ${new URL(admin).pathname.slice(1)} SET search_path = other, public`)
   // Sessions opened from now on have the new search_path: end the store's current ones.
   await sqlOn(admin, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1', [role])
-  let readiness = 0
-  for (let tries = 0; tries < 50 && readiness !== 200; tries++) readiness = (await ready(app)).statusCode
-  t.equal(readiness, 200, '/readyz 200: the store\'s own table is fine')
+  let ready = 0
+  for (let tries = 0; tries < 50 && ready !== 200; tries++) ready = (await readiness(app)).statusCode
+  t.equal(ready, 200, '/readyz 200: the store\'s own table is fine')
   t.equal((await post(app, 1)).statusCode, 409, 'plant 1 again: 409, it is taken')
-  t.equal((await get(app, 1)).statusCode, 200, 'plant 1 is still read')
+  t.equal((await getPlant(app, 1)).statusCode, 200, 'plant 1 is still read')
   t.equal((await post(app, 2)).statusCode, 200, 'a new plant')
   t.strictSame(await sqlOn(admin, 'SELECT id::text FROM other.plants'), [], 'nothing went into the other table')
   t.strictSame(await sqlOn(admin, 'SELECT id::text FROM public.plants ORDER BY id'), [{ id: '1' }, { id: '2' }], 'both are in the store\'s table')

@@ -6,30 +6,18 @@
  * operation fails for a reason that is not the id: then 503 with /readyz 503 and one log line
  * saying what is wrong, never a 500 nor a false 409; service again once the table is fixed.
  */
-import { randomBytes } from 'node:crypto'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { buildApp } from '../../service/app.js'
-import { AUTH, collectLogs, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
-import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
-import type { PlantStoreOptions } from '../../src/plugin.js'
+import { AUTH, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
+import { assertRefusedOnceBroken, ownedByAnotherRole, getPlant, readiness, servedWithTableLog } from '../helpers/postgres-table.js'
+import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { shapeProblems, type TableShape } from '../../stores/postgres/table.js'
 
 const pgSkip = await postgresSkip()
-const TABLE_LINE = /^plant-store: the PostgreSQL table /
 
 const post = (app: App, id: number | string) => app.inject({
   method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: `{"id":${id},"name":"plant ${id}"}`
 })
-const get = (app: App, id: number) => app.inject({ url: `/plants/${id}`, headers: AUTH })
-const ready = (app: App) => app.inject({ url: '/readyz' })
-
-async function serve (t: Test, store: string, options: Partial<PlantStoreOptions> = {}) {
-  const { lines, logger } = collectLogs('info')
-  const app = await buildApp({ tokens: [TOKEN], store, ...options }, { logger })
-  t.teardown(() => app.close())
-  const tableLines = () => lines.filter(({ msg }) => TABLE_LINE.test(String(msg))).map(({ msg }) => String(msg))
-  return { app, tableLines }
-}
 
 interface Member {
   label: string
@@ -50,37 +38,20 @@ const MEMBERS: Member[] = [
 
 for (const member of MEMBERS) {
   t.test(`${member.label} under the running service: 503 and /readyz 503, one log line, no 500 nor false 409; service once fixed`, { skip: pgSkip }, async (t) => {
-    const admin = await freshDatabase(t)
-    // The store connects as a role of its own, which owns nothing: privileges can be taken from it.
-    const role = `plant_store_role_${randomBytes(4).toString('hex')}`
-    await sqlOn(SERVER_URL, `CREATE ROLE ${role} LOGIN`)
-    t.teardown(() => sqlOn(SERVER_URL, `DROP ROLE IF EXISTS ${role}`))
-    t.teardown(() => sqlOn(admin, `DROP OWNED BY ${role}`)) // runs first: the database still exists
-    await sqlOn(admin, 'CREATE TABLE plants (id int8 PRIMARY KEY, name text NOT NULL, tag text)')
-    await sqlOn(admin, `GRANT SELECT, INSERT, DELETE ON plants TO ${role}`)
-    const url = new URL(admin)
-    url.username = role
-    const { app, tableLines } = await serve(t, url.href)
+    const { admin, role, url } = await ownedByAnotherRole(t)
+    const { app, tableLines } = await servedWithTableLog(t, url)
     t.equal((await post(app, 1)).statusCode, 200, 'a create before')
-    t.equal((await ready(app)).statusCode, 200, '/readyz 200 before')
+    t.equal((await readiness(app)).statusCode, 200, '/readyz 200 before')
 
     await sqlOn(admin, member.breakIt.replace('{role}', role))
-    const creates = await Promise.all(Array.from({ length: 20 }, (_, index) => post(app, index + 2)))
-    const statuses = creates.map(({ statusCode }) => statusCode)
-    t.notOk(statuses.includes(500), 'no create answers 500', { found: statuses })
-    t.notOk(statuses.includes(409), 'no create of a new id answers 409', { found: statuses })
-    const stored = new Set((await sqlOn<{ id: string }>(admin, 'SELECT id::text FROM plants')).map(({ id }) => id))
-    t.ok(creates.every(({ statusCode }, index) => statusCode !== 200 || stored.has(String(index + 2))), 'each 200 was stored')
-    t.equal((await post(app, 100)).statusCode, 503, 'then a create answers 503')
-    t.equal((await get(app, 1)).statusCode, 503, 'a read answers 503')
-    t.equal((await ready(app)).statusCode, 503, '/readyz answers 503')
-    t.equal((await post(app, 1)).statusCode, 503, 'a create of a taken id: 503, not 409')
+    await assertRefusedOnceBroken(t, app, admin, post)
+    t.equal((await getPlant(app, 1)).statusCode, 503, 'a read answers 503')
     const logged = tableLines()
     t.equal(logged.length, 1, 'one log line says what is wrong with the table', { found: logged })
     t.match(logged[0], member.says)
 
     await sqlOn(admin, member.fixIt.replace('{role}', role))
-    t.equal((await ready(app)).statusCode, 200, 'fixed: /readyz 200')
+    t.equal((await readiness(app)).statusCode, 200, 'fixed: /readyz 200')
     t.equal((await post(app, 101)).statusCode, 200, 'a create 200')
     t.equal((await post(app, 101)).statusCode, 409, 'and 409 again for a taken id')
     t.equal(tableLines().length, 2, 'one more line: usable again')
@@ -94,7 +65,7 @@ t.test('a host\'s own plants table: registration refused naming plant-store and 
   await t.rejects(buildApp({ tokens: [TOKEN], store: url }), {
     message: /^PostgreSQL: plant-store: the PostgreSQL table public\.plants is not one plant-store can use: it has no column id; it has no column name; it has no column tag; it has other columns \(sku, price\); its primary key is \(sku\), not \(id\)\. .*postgres\.schema or postgres\.table option/
   })
-  const { app } = await serve(t, url, { postgres: { table: 'garden_plants' } })
+  const { app } = await servedWithTableLog(t, url, { postgres: { table: 'garden_plants' } })
   t.equal((await post(app, 1)).statusCode, 200, 'with postgres.table, the plugin has a table of its own')
   t.strictSame(await sqlOn(url, 'SELECT sku, price::text FROM plants'), [{ sku: 'fern-1', price: '9.5' }], 'the host\'s table is untouched')
   t.strictSame(await sqlOn(url, 'SELECT id::text, name FROM garden_plants'), [{ id: '1', name: 'plant 1' }])
@@ -102,16 +73,16 @@ t.test('a host\'s own plants table: registration refused naming plant-store and 
 
 t.test('postgres.schema: the table goes in a schema of its own; nothing is written in public', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
-  const { app } = await serve(t, url, { postgres: { schema: 'plant_store' } })
+  const { app } = await servedWithTableLog(t, url, { postgres: { schema: 'plant_store' } })
   t.equal((await post(app, 1)).statusCode, 200)
-  t.equal((await get(app, 1)).statusCode, 200)
+  t.equal((await getPlant(app, 1)).statusCode, 200)
   t.strictSame(await sqlOn(url, "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ('public', 'plant_store') ORDER BY 1, 2"),
     [{ table_schema: 'plant_store', table_name: 'plants' }], 'one table, in plant_store')
 })
 
 t.test('ids read back as numeric by a listing: 503, not ids of another type, nor a 500', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
-  const { app, tableLines } = await serve(t, url)
+  const { app, tableLines } = await servedWithTableLog(t, url)
   t.equal((await post(app, 1)).statusCode, 200)
   await sqlOn(url, 'ALTER TABLE plants ALTER COLUMN id TYPE numeric(20)')
   t.equal((await app.inject({ url: '/plants', headers: AUTH })).statusCode, 503, 'the listing answers 503')
