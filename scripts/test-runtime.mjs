@@ -10,7 +10,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -158,6 +158,8 @@ if (!isBuildCurrent()) await import('./build.mjs')
 const results = []
 try {
   const sqlite = install('sqlite')
+  // As an operator does: the database's folder exists (the service makes only its default ./data).
+  mkdirSync(join(work, 'data'))
   await exercise(sqlite.dir, `sqlite:${join(work, 'data/plants.db')}`)
   results.push(['SQLite', sqlite])
 

@@ -1,10 +1,8 @@
-import { once } from 'node:events'
-import { createServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { parseNetworks } from '../../webhooks/config.js'
 import { EndpointSender } from '../../webhooks/send.js'
 import { isAllowedAddress } from '../../webhooks/ssrf.js'
+import { startReceiver } from '../helpers/receiver.js'
 
 // Every IPv6 form that carries an IPv4 address is judged by the rules of that IPv4 address: a
 // loopback or private one hidden in an IPv6 literal is refused before any connection is tried.
@@ -42,16 +40,7 @@ t.test('an IPv4 address inside an IPv6 one is judged as that IPv4 address', asyn
 })
 
 t.test('a webhook URL with such a literal is not connected to: the listener on 127.0.0.1 sees nothing', async (t) => {
-  let connections = 0
-  const server = createServer((_request, response) => response.end('ok'))
-  server.on('connection', () => { connections++ })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    server.closeAllConnections()
-    server.close()
-  })
-  const { port } = server.address() as AddressInfo
+  const { port, connections } = await startReceiver(t)
   const send = async (host: string, allowed: typeof LOOPBACK) => {
     const sender = new EndpointSender(new URL(`http://${host}:${port}/hook`), allowed, 5000, 1)
     try {
@@ -63,9 +52,9 @@ t.test('a webhook URL with such a literal is not connected to: the listener on 1
   for (const [form, address] of embeddings('127.0.0.1')) {
     t.match(await send(`[${address}]`, []), { outcome: 'blocked', error: 'blocked' }, `${form} [${address}]: blocked`)
   }
-  t.equal(connections, 0, 'no connection reached the listener')
+  t.equal(connections(), 0, 'no connection reached the listener')
   // The allow-list still lets the loopback through, written as IPv4 or as IPv4-mapped IPv6.
   t.match(await send('127.0.0.1', LOOPBACK), { outcome: 'success', status: 200 })
   t.match(await send('[::ffff:127.0.0.1]', LOOPBACK), { outcome: 'success', status: 200 })
-  t.equal(connections, 2, 'both allowed requests connected')
+  t.equal(connections(), 2, 'both allowed requests connected')
 })
