@@ -13,7 +13,7 @@ import { buildMetricsListener } from './metrics-listener.js'
 import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
-import { connectionLimit, openFilesLimit, readWebhooks, type Config } from './config.js'
+import { connectionLimit, openFilesLimit, readWebhooks, tokenlessLimit, type Config } from './config.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */
@@ -57,11 +57,13 @@ export function connectionOptions (config: Config, fdLimit = openFilesLimit()): 
   // Node looks for expired headers and requests every connectionsCheckingInterval (30 s by
   // default): a twentieth of the shorter timeout makes each act within 5 % of its setting.
   const shorter = Math.min(config.HEADERS_TIMEOUT, config.REQUEST_TIMEOUT || Infinity)
+  const maxConnections = connectionLimit(config, fdLimit)
   return {
     connectionTimeout: config.CONNECTION_TIMEOUT,
     requestTimeout: config.REQUEST_TIMEOUT,
     keepAliveTimeout: config.KEEP_ALIVE_TIMEOUT,
-    maxConnections: connectionLimit(config, fdLimit),
+    maxConnections,
+    maxTokenless: tokenlessLimit(config, maxConnections),
     minBodyRate: config.BODY_MIN_RATE,
     bodyRateGrace: config.BODY_RATE_GRACE,
     maxHeadersCount: config.MAX_HEADERS_COUNT,
@@ -96,7 +98,7 @@ export function loggerOptions (level: string) {
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
-    maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, ...fastifyOptions
+    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, ...fastifyOptions
   } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
@@ -127,7 +129,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // First, so that every answer carries them, even one refused by the next two.
   await app.register(securityHeaders)
   // Its hook decides whether a request is taken in at all (not while shutting down).
-  await app.register(connections, { maxConnections, minBodyRate, bodyRateGrace })
+  await app.register(connections, { maxConnections, maxTokenless, minBodyRate, bodyRateGrace })
   await app.register(httpProtocol, { maxHeadersCount })
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })

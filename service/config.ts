@@ -97,6 +97,12 @@ export const ConfigSchema = Type.Object({
     default: 0,
     description: 'the most client connections open at once, within what the open-files limit allows (0: derived from that limit)'
   }),
+  TOKENLESS_CONNECTION_SHARE: Type.Number({
+    minimum: 0.01,
+    maximum: 1,
+    default: 0.5,
+    description: 'the share of MAX_CONNECTIONS, from 0.01 to 1, that connections without a verified token may hold; the rest stays for clients with one (1: no reserve)'
+  }),
   MAX_HEADER_SIZE: Type.Integer({
     minimum: 1024, default: 16384, description: 'the largest request header block in bytes (431 above it)'
   }),
@@ -349,6 +355,10 @@ export function connectionLimit (config: Pick<Config, 'MAX_CONNECTIONS'>, fdLimi
   }
   return config.MAX_CONNECTIONS
 }
+
+/** The most connections without a verified token (TOKENLESS_CONNECTION_SHARE of `maxConnections`), at least one. */
+export const tokenlessLimit = (config: Pick<Config, 'TOKENLESS_CONNECTION_SHARE'>, maxConnections: number) =>
+  Math.max(1, Math.floor(maxConnections * config.TOKENLESS_CONNECTION_SHARE))
 
 /** The origins of CORS_ORIGINS, trimmed, without empty entries. */
 export const corsOrigins = (config: Pick<Config, 'CORS_ORIGINS'>) => config.CORS_ORIGINS.split(',').map((origin) => origin.trim()).filter(Boolean)

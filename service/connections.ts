@@ -8,6 +8,8 @@ import { addRouteHook } from './route-hooks.js'
 export interface ConnectionsOptions {
   /** The most client connections open at once; 0 for no limit. */
   maxConnections?: number
+  /** The most of them that have not completed a request with a verifying token; 0 for no limit of their own. */
+  maxTokenless?: number
   /** The slowest average a request body may arrive at once `bodyRateGrace` has passed, in bytes/s; 0 for no minimum. */
   minBodyRate?: number
   /** How long a request body may take before `minBodyRate` applies, in ms. */
@@ -27,12 +29,17 @@ interface Connection {
   ending: boolean
   /** Accepted so recently that the server has not yet read what its client sent: it may not make room. */
   fresh: boolean
+  /** Accepted while strangers held their whole share: it may stay only as a known client's. */
+  overShare: boolean
   /** When the body of the request being read began, and the bytes read then. */
   bodySince: number
   bodyFrom: number
 }
 
 const SHUTTING_DOWN = 'The service is shutting down, try again later'
+const OVER_SHARE = 'Too many connections without a token, send one or try again later'
+// What a client refused for being over the share is told to wait, in seconds.
+const OVER_SHARE_RETRY_AFTER = '1'
 // How long a closing connection waits for the client to close its side, in ms.
 const LINGER = 2000
 // How many of the oldest strangers are looked at for one that stalls, once one that owes nothing is found.
@@ -59,6 +66,11 @@ const timedOut = (socket: Socket, message: string) =>
  *   come (slowloris), or whose client does not read the answers written (a pipeline never read), is
  *   owed nothing and goes with the idle strangers: a client without a token keeps a slot only while
  *   its requests are being handled;
+ * - strangers may hold at most `maxTokenless` connections, however well they behave, so that the
+ *   rest stays for clients with a token: beyond that, a new connection makes room by closing a
+ *   stranger's that stalls or owes nothing; when none may go (all busy), the new one is over the
+ *   share: a request on it without a verifying token is answered 503 at once (nothing handled,
+ *   nginx's limit_conn does the same) and its connection closed;
  * - a request answered before its body came (refused: no token, unknown route, refused type) is
  *   answered with Connection: close and its connection let go, rather than held while the body trickles in;
  * - a body that arrives slower than `minBodyRate` on average, once `bodyRateGrace` has passed, is
@@ -69,7 +81,7 @@ const timedOut = (socket: Socket, message: string) =>
  *   that is answered 503 and stores nothing), and each connection closes once it owes nothing.
  */
 export default fp<ConnectionsOptions>(async function connections (fastify, options) {
-  const { maxConnections = 0, minBodyRate = 0, bodyRateGrace = 0 } = options
+  const { maxConnections = 0, maxTokenless = 0, minBodyRate = 0, bodyRateGrace = 0 } = options
   const server = fastify.server
   const open = new Map<Socket, Connection>()
   // The order in which connections that owe nothing make room: strangers, then the known ones.
@@ -92,12 +104,11 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     (inFlight === 0 && socket.bytesRead !== quietAt) || inFlight > 1 || socket.writableLength > 0
 
   /**
-   * The connection with the weakest claim on its slot, if one may go: a stranger that stalls, then
-   * one that owes nothing (a new client that has not yet sent its request is among those: it goes
-   * after every stalling one), then a known client's that owes nothing. Each oldest (or least
-   * recently used) first, and none so fresh that what its client sent may be unread.
+   * The stranger with the weakest claim on its slot, if one may go: one that stalls, then one that
+   * owes nothing (a new client that has not yet sent its request is among those: it goes after
+   * every stalling one). Each oldest first, and none so fresh that what its client sent may be unread.
    */
-  function weakest (): Connection | undefined {
+  function weakestStranger (): Connection | undefined {
     let idle: Connection | undefined
     let seen = 0
     for (const connection of strangers) {
@@ -107,11 +118,25 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
       // A flood's connections are the oldest: past these, a flood of idle ones costs no full scan.
       if (++seen >= STALLING_SCAN && idle !== undefined) break
     }
-    if (idle !== undefined) return idle
+    return idle
+  }
+
+  /** The connection with the weakest claim on its slot: a stranger's, then a known client's that owes nothing, least recently used first. */
+  function weakest (): Connection | undefined {
+    const stranger = weakestStranger()
+    if (stranger !== undefined) return stranger
     for (const connection of known) if (!connection.fresh && owesNothing(connection)) return connection
   }
 
-  const makeRoom = () => weakest()?.socket.destroy()
+  /** Closes a connection, which at once stops counting among those that may make room. */
+  function evict (connection: Connection | undefined) {
+    if (connection === undefined) return
+    strangers.delete(connection)
+    known.delete(connection)
+    connection.socket.destroy()
+  }
+
+  const makeRoom = () => evict(weakest())
 
   if (maxConnections > 0) {
     // Node itself refuses connections beyond the limit. One refused at a moment when no open
@@ -120,7 +145,7 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     server.on('drop', makeRoom)
   }
   server.on('connection', (socket: Socket) => {
-    const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, bodySince: 0, bodyFrom: 0 }
+    const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, overShare: false, bodySince: 0, bodyFrom: 0 }
     open.set(socket, connection)
     strangers.add(connection)
     socket.once('close', () => {
@@ -132,6 +157,11 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     // Connections are accepted in bursts, and read only at the next turn of the event loop: a new
     // client that already sent its request must not make room for the one accepted after it.
     setImmediate(() => setImmediate(() => { connection.fresh = false }))
+    if (maxTokenless > 0 && strangers.size > maxTokenless) {
+      const weak = weakestStranger()
+      if (weak !== undefined) return evict(weak)
+      connection.overShare = true
+    }
     if (maxConnections > 0 && open.size >= maxConnections) makeRoom()
   })
 
@@ -149,6 +179,15 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
   fastify.addHook('onRoute', (route) => {
     const security = (route.schema as { security?: unknown[] } | undefined)?.security
     if (security !== undefined && security.length > 0) addRouteHook(route, 'onRequest', knownClient)
+  })
+
+  // After every onRequest hook: a request with a verifying token has made its connection known.
+  fastify.addHook('preHandler', (request, reply, done) => {
+    const connection = open.get(request.raw.socket)
+    if (connection === undefined || !connection.overShare || !strangers.has(connection)) return done()
+    connection.ending = true
+    reply.header('connection', 'close').header('retry-after', OVER_SHARE_RETRY_AFTER)
+    sendError(reply, 503, OVER_SHARE)
   })
 
   if (minBodyRate > 0) {

@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { connect } from 'node:net'
+import { connect, type Socket } from 'node:net'
 
 /** Writes `first` (then `drip` every 300 ms), and resolves what the server sends before it closes, and when. */
 export async function exchange (port: number, first: string, drip?: string) {
@@ -15,4 +15,19 @@ export async function exchange (port: number, first: string, drip?: string) {
   await once(socket, 'close')
   clearInterval(dripping)
   return { answer, waited: Date.now() - started }
+}
+
+/** An open connection that keeps what it receives. */
+export interface Client { socket: Socket, received: () => string, closed: Promise<void> }
+
+/** A connection that keeps what it receives; `halfOpen` keeps it writable after the server's FIN. */
+export async function client (port: number, halfOpen = false): Promise<Client> {
+  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen })
+  let received = ''
+  socket.setEncoding('utf8')
+  socket.on('data', (chunk: string) => { received += chunk })
+  socket.on('error', () => {})
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+  await once(socket, 'connect')
+  return { socket, received: () => received, closed }
 }

@@ -3,6 +3,7 @@ import { Agent, request } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import type { Test } from 'tap'
 import { pool } from './load.js'
+import { exitWithin, type ServerProcess } from './server-process.js'
 
 export interface Attack {
   /** Kills the attacking process. */
@@ -56,11 +57,11 @@ export function answeredFresh (url: string, token: string, path: string, status:
   })
 }
 
-/** How many of `count` fresh requests (GET /healthz), `concurrency` at a time, were answered in time. */
-export async function freshAnswered (url: string, token: string, count: number, concurrency: number, timeout: number): Promise<number> {
+/** How many of `count` fresh requests (GET `path`, GET /healthz by default), `concurrency` at a time, were answered `status` in time. */
+export async function freshAnswered (url: string, token: string, count: number, concurrency: number, timeout: number, path = '/healthz', status = 200): Promise<number> {
   let ok = 0
   await pool(count, concurrency, async () => {
-    if (await answeredFresh(url, token, '/healthz', 200, timeout)) ok++
+    if (await answeredFresh(url, token, path, status, timeout)) ok++
   })
   return ok
 }
@@ -107,3 +108,20 @@ export async function keepAliveClient (url: string, token: string, connections: 
 
 /** Whether a spawned server is still running. */
 export const running = (child: { exitCode: number | null, signalCode: string | null }) => child.exitCode === null && child.signalCode === null
+
+/** What legitimate clients got while a flood ran: fresh requests answered of those sent, a keep-alive client's run. */
+export interface Served { fresh: number, sent: number, client: ClientRun, duration: number }
+
+/**
+ * Asserts that a flood shut no one out: at least 95 % of the fresh requests and of the keep-alive
+ * client's were answered; then that the process still runs and SIGTERM stops it cleanly.
+ */
+export async function assertServed (t: Test, server: ServerProcess, { fresh, sent, client, duration }: Served) {
+  const attempts = client.ok + client.failed
+  t.comment(`fresh requests answered: ${fresh} of ${sent}; keep-alive client: ${client.ok} of ${attempts} requests succeeded in ${duration} ms, failures ${JSON.stringify(client.failures)}`)
+  t.ok(fresh / sent >= 0.95, 'at least 95 % of fresh requests are answered')
+  t.ok(client.ok / attempts >= 0.95, 'at least 95 % of the keep-alive client\'s requests succeed')
+  t.ok(running(server.child), 'the process is still running')
+  server.child.kill('SIGTERM')
+  t.same(await exitWithin(server, 20_000), { code: 0, signal: null }, 'SIGTERM still stops it cleanly: exit 0')
+}

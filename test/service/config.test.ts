@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { appOptions } from '../../service/app.js'
-import { connectionLimit, loadConfig, openFilesLimit, readTokens } from '../../service/config.js'
+import { connectionLimit, loadConfig, openFilesLimit, readTokens, tokenlessLimit } from '../../service/config.js'
 
 t.test('every setting has a default that starts the service on SQLite', async (t) => {
   t.same(loadConfig({}), {
@@ -23,6 +23,7 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     BODY_MIN_RATE: 1024,
     BODY_RATE_GRACE: 5000,
     MAX_CONNECTIONS: 0,
+    TOKENLESS_CONNECTION_SHARE: 0.5,
     PRESSURE_MAX_EVENT_LOOP_DELAY: 1000,
     PRESSURE_MAX_EVENT_LOOP_UTILIZATION: 0,
     PRESSURE_MAX_HEAP_USED_BYTES: 0,
@@ -50,7 +51,8 @@ t.test('a bad setting is a one-line error that names the variable and how to fix
     HOST: 'bad_host!',
     DATABASE_URL: 'mysql://localhost/plants',
     SHUTDOWN_TIMEOUT: '-1',
-    MAX_CONNECTIONS: '-5'
+    MAX_CONNECTIONS: '-5',
+    TOKENLESS_CONNECTION_SHARE: '0'
   })
   // SQLite in memory would keep nothing, and better-sqlite3 would make a file named :memory:.
   bad.push(['DATABASE_URL', 'sqlite::memory:'])
@@ -147,4 +149,11 @@ t.test('MAX_CONNECTIONS: by default half the descriptors left after a reserve, a
   t.throws(() => connectionLimit({ MAX_CONNECTIONS: 97 }, 256), {
     message: 'Invalid configuration: MAX_CONNECTIONS (97) needs more file descriptors than the open-files limit (ulimit -n) of 256 allows; set MAX_CONNECTIONS to at most 96, or raise the limit.'
   })
+})
+
+t.test('TOKENLESS_CONNECTION_SHARE: connections without a verified token may hold that share of MAX_CONNECTIONS, at least one', async (t) => {
+  t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 0.5 }, 10_000), 5000)
+  t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 0.25 }, 41), 10, 'rounded down')
+  t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 1 }, 200), 200, '1: no reserve')
+  t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 0.01 }, 10), 1, 'at least one')
 })

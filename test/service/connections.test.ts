@@ -2,11 +2,11 @@
  * What the server does with its connections (service/connections.ts), over real sockets: which one
  * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
  */
-import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import { listening, storedPlants, TOKEN } from '../helpers/app.js'
+import { client, type Client } from '../helpers/exchange.js'
 import { settlesWithin } from '../helpers/time.js'
 
 const slowBody = '{"id":1,"name":"slow"}'
@@ -14,20 +14,6 @@ const slowBody = '{"id":1,"name":"slow"}'
 const lateBody = '{"id":2,"name":"late"}'
 const SLOW_POST_HEAD = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
   `Content-Type: application/json\r\nContent-Length: ${slowBody.length}\r\n\r\n`
-
-interface Client { socket: Socket, received: () => string, closed: Promise<void> }
-
-/** A connection that keeps what it receives; `halfOpen` keeps it writable after the server's FIN. */
-async function client (port: number, halfOpen = false): Promise<Client> {
-  const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: halfOpen })
-  let received = ''
-  socket.setEncoding('utf8')
-  socket.on('data', (chunk: string) => { received += chunk })
-  socket.on('error', () => {})
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
-  await new Promise((resolve) => socket.once('connect', resolve))
-  return { socket, received: () => received, closed }
-}
 
 const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
 

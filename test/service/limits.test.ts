@@ -108,12 +108,15 @@ t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed wi
 })
 
 t.test('the connection limits follow the settings', async (t) => {
-  const env = { CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048', MAX_CONNECTIONS: '100', MAX_HEADERS_COUNT: '50', BODY_MIN_RATE: '10', BODY_RATE_GRACE: '2000' }
+  const env = {
+    CONNECTION_TIMEOUT: '1000', MAX_HEADER_SIZE: '2048', MAX_CONNECTIONS: '100', TOKENLESS_CONNECTION_SHARE: '0.25', MAX_HEADERS_COUNT: '50', BODY_MIN_RATE: '10', BODY_RATE_GRACE: '2000'
+  }
   t.same(connectionOptions(loadConfig(env), 1024), {
     connectionTimeout: 1000,
     requestTimeout: 30000,
     keepAliveTimeout: 72000,
     maxConnections: 100,
+    maxTokenless: 25,
     minBodyRate: 10,
     bodyRateGrace: 2000,
     maxHeadersCount: 50,

@@ -1,0 +1,63 @@
+/**
+ * Connections without a verified token hold at most their share of the slots (service/connections.ts),
+ * over real sockets: beyond it, a new connection closes a stranger's that may go; when none may,
+ * a tokenless request on the new one is answered 503 at once, and a request with a token is served.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { createMemoryStore } from '../../stores/memory/store.js'
+import { listening, TOKEN } from '../helpers/app.js'
+import { client } from '../helpers/exchange.js'
+import { settlesWithin } from '../helpers/time.js'
+
+const READYZ = 'GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n'
+
+/** A memory store whose pings wait until `release`: GET /readyz stays in flight, as on a busy database. */
+function slowPingStore () {
+  let pings = 0
+  let release = () => {}
+  const released = new Promise<void>((resolve) => { release = resolve })
+  const store = { ...createMemoryStore(), ping: async () => { pings++; await released } }
+  return { store, pings: () => pings, release }
+}
+
+const MAX_TOKENLESS = 2
+
+t.test('beyond their share, strangers that may go make room; when none may, a tokenless request is refused 503 and one with a token served', async (t) => {
+  const slow = slowPingStore()
+  const { port } = await listening(t, { store: slow.store }, { maxConnections: 10, maxTokenless: MAX_TOKENLESS })
+  const busy = await client(port)
+  busy.socket.write(READYZ)
+  const silent = await client(port)
+  await sleep(50)
+  const third = await client(port)
+  t.ok(await settlesWithin(silent.closed, 1000), 'the third stranger closed the silent one, not the busy one')
+  third.socket.write(READYZ)
+  await sleep(50)
+  t.equal(slow.pings(), 2, 'within the share, both busy strangers are being answered')
+
+  const overShare = await client(port)
+  overShare.socket.write(READYZ)
+  t.ok(await settlesWithin(overShare.closed, 1000), 'over the share, with every stranger busy: answered and closed')
+  const refusal = overShare.received()
+  t.match(refusal, /^HTTP\/1\.1 503 [^]*\{"error":503,"message":"Too many connections without a token, send one or try again later"\}$/, 'in the Error shape')
+  t.match(refusal, /\r\nretry-after: 1\r\n/i)
+  t.match(refusal, /\r\nconnection: close\r\n/i)
+  t.equal(slow.pings(), 2, 'nothing was handled for it')
+
+  const withToken = await client(port)
+  withToken.socket.write(`GET /plants/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+  await sleep(100)
+  t.match(withToken.received(), /^HTTP\/1\.1 404 [^]*keep-alive/i, 'over the share too, a request with a token is served and its connection kept')
+  withToken.socket.write(READYZ)
+  await sleep(50)
+  t.equal(slow.pings(), 3, 'once known, its connection is no stranger: its tokenless requests are handled')
+
+  slow.release()
+  busy.socket.end()
+  third.socket.end()
+  withToken.socket.end()
+  await Promise.all([busy.closed, third.closed, withToken.closed])
+  t.match(busy.received(), /^HTTP\/1\.1 200 /, 'the busy strangers are answered')
+  t.match(third.received(), /^HTTP\/1\.1 200 /)
+})
