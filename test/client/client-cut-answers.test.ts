@@ -28,10 +28,15 @@ t.test('an answer that stalls after its headers, or is reset mid-body, is retrie
     if (requests === 3) return resetMidBody(response, body)
     answer(response, 200, body)
   })
-  const { client, attempts } = recordedClient(url, { timeout: 500, retry: { baseDelay: 10 } })
+  const { client, attempts } = recordedClient(url, { timeout: 1000, retry: { baseDelay: 10 } })
   t.strictSame(await client.get(1n), FERN, 'a stalled body: answered by the second attempt')
   t.strictSame(await client.list(), [{ id: 1n, ...FERN }], 'a reset body: answered by the second attempt')
-  t.strictSame(trace(attempts), ['GET 200', 'GET 200', 'GET 200', 'GET 200'], 'each call sent twice')
+  // The stalled attempt's status is recorded only if its headers reached the client before the
+  // timeout, which a loaded machine may delay: what counts is that each call was sent twice.
+  const statuses = trace(attempts)
+  t.equal(statuses.length, 4, 'each call sent twice')
+  t.strictSame(statuses.slice(2), ['GET 200', 'GET 200'], 'the reset attempt had its headers; the retry its answer')
+  t.equal(statuses[1], 'GET 200')
 })
 
 t.test('when every attempt is cut, the last failure is thrown; without retries, the first', async (t) => {
