@@ -67,3 +67,6 @@ export function reasonOf (error: unknown): string {
   }
   return parts.join(': ')
 }
+
+/** A failure's log fields: a known fault's reason, in a line; anything else (a bug) as the error, with its stack. */
+export const failureFields = (error: unknown) => isKnownFault(error) ? { reason: reasonOf(error) } : { err: error }

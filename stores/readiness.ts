@@ -1,13 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
-import { isKnownFault, reasonOf } from '../errors/index.js'
+import { failureFields } from '../errors/index.js'
 import type { PlantStore } from './types.js'
 
 export const NOT_READY_AT_START = 'plant-store: the store does not answer at start-up: /readyz answers 503 until it does'
 export const NOT_READY = 'plant-store: the store stopped answering: /readyz answers 503 until it answers again'
 export const READY_AGAIN = 'plant-store: the store answers again: /readyz answers 200'
-
-// A known fault says why in a line; anything else is a bug, logged with its stack.
-const detailsOf = (failure: unknown) => isKnownFault(failure) ? { reason: reasonOf(failure) } : { err: failure }
 
 /**
  * The store's readiness as its probes find it (one at start-up, then /readyz): logged when it
@@ -23,7 +20,7 @@ export class Readiness {
     try {
       await store.ping()
     } catch (failure) {
-      if (this.#ready !== false) this.log.warn(detailsOf(failure), this.#ready === undefined ? NOT_READY_AT_START : NOT_READY)
+      if (this.#ready !== false) this.log.warn(failureFields(failure), this.#ready === undefined ? NOT_READY_AT_START : NOT_READY)
       this.#ready = false
       return false
     }
