@@ -52,7 +52,7 @@ export const WebhookEndpointNotFoundError = refusal('PLANT_STORE_WEBHOOK_ENDPOIN
  * database unreachable, busy, read-only, moved...), not from a list of drivers' codes here.
  */
 export function isKnownFault (error: unknown): boolean {
-  const { statusCode, code } = (error ?? {}) as { statusCode?: unknown, code?: unknown }
+  const { statusCode, code } = Object(error) as { statusCode?: unknown, code?: unknown }
   return statusCode === 503 && typeof code === 'string' && code.startsWith('PLANT_STORE_')
 }
 
