@@ -2,7 +2,8 @@ import createError from '@fastify/error'
 import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 
 // A refusal (4xx) is an expected answer, not a bug: no stack trace is captured for it, which
-// would cost more than the rest of the refusal. Server-side errors (5xx) keep theirs, for the log.
+// would cost more than the rest of the refusal; nor for a known fault (503, see isKnownFault).
+// Other server-side errors (500) keep theirs, for the log.
 const refusal = (code: string, message: string, status: number) => createError(code, message, status, Error, false)
 
 /**
@@ -37,10 +38,35 @@ export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', PLANT_N
 export const PlantExistsError = refusal('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
 export const RateLimitedError = refusal('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
 export const ServiceOverloadedError = createError(
-  'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503)
+  'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503, Error, false)
 export const StoreUnavailableError = createError(
-  'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503)
+  'PLANT_STORE_UNAVAILABLE', 'The plant store is unavailable, try again later', 503, Error, false)
 // A store failure that is neither: a bug, answered 500 with the generic message, logged with its cause.
 export const StoreFailedError = createError('PLANT_STORE_FAILED', 'The plant store failed', 500)
 export const WebhookEventNotFoundError = refusal('PLANT_STORE_WEBHOOK_EVENT_NOT_FOUND', 'No such webhook event (or no delivery of it to that endpoint)', 404)
 export const WebhookEndpointNotFoundError = refusal('PLANT_STORE_WEBHOOK_ENDPOINT_NOT_FOUND', 'No webhook endpoint of that name', 404)
+
+/**
+ * A known fault: a state the plugin reports with its own 503 (the store unavailable, the service
+ * overloaded), not a bug. The class is decided where the failure happened (a store found its
+ * database unreachable, busy, read-only, moved...), not from a list of drivers' codes here.
+ */
+export function isKnownFault (error: unknown): boolean {
+  const { statusCode, code } = Object(error) as { statusCode?: unknown, code?: unknown }
+  return statusCode === 503 && typeof code === 'string' && code.startsWith('PLANT_STORE_')
+}
+
+/** What the log says of a failure: its message and its causes', in one line, without stacks. */
+export function reasonOf (error: unknown): string {
+  const parts: string[] = []
+  const seen = new Set<unknown>()
+  for (let at = error; at instanceof Error && !seen.has(at); at = at.cause) {
+    seen.add(at)
+    // An AggregateError of connect attempts (one per address of a host name) has no message of its own.
+    parts.push(at.message || String((at as { code?: unknown }).code ?? at.name))
+  }
+  return parts.join(': ')
+}
+
+/** A failure's log fields: a known fault's reason, in a line; anything else (a bug) as the error, with its stack. */
+export const failureFields = (error: unknown) => isKnownFault(error) ? { reason: reasonOf(error) } : { err: error }

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net'
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
-import { UnsupportedMediaTypeError } from '../errors/index.js'
+import { isKnownFault, UnsupportedMediaTypeError } from '../errors/index.js'
+import { FaultLog, type Schedule } from './fault-log.js'
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
 export const ROUTE_NOT_FOUND = 'Route not found'
@@ -23,24 +24,28 @@ export function sendError (reply: FastifyReply, status: number, message: string)
 }
 
 /**
- * Every failure leaves in the Error shape. Client errors (4xx) carry their own message, written by
- * Fastify or by us; 503 carries the unavailability message; any other server error is logged with
- * the request id and answered with a generic message, so no stack, SQL or path reaches a client.
+ * The error handler: every failure leaves in the Error shape. Client errors (4xx) carry their own
+ * message, written by Fastify or by us; 503 carries the unavailability message; any other server
+ * error is logged with the request id and answered with a generic message, so no stack, SQL or
+ * path reaches a client. A known fault is logged through `faults`: a line, or a count.
  */
-export function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  // @fastify/static refuses a path that leaves its folder (403): for a client, there is no such route.
-  if (error.code === 'FST_STATIC_FORBIDDEN_PATH') return handleNotFound(request, reply)
-  if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') error = new UnsupportedMediaTypeError()
-  const status = statusOf(error, reply)
-  if (status < 500) {
-    // At debug: a flood of bad or anonymous requests must not become a flood of log lines
-    // (/metrics counts them by status).
-    request.log.debug({ status, code: error.code }, 'request refused: %s', error.message)
-    return sendError(reply, status, error.message)
+export function errorResponder (faults: FaultLog) {
+  return function handleError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+    // @fastify/static refuses a path that leaves its folder (403): for a client, there is no such route.
+    if (error.code === 'FST_STATIC_FORBIDDEN_PATH') return handleNotFound(request, reply)
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') error = new UnsupportedMediaTypeError()
+    const status = statusOf(error, reply)
+    if (status < 500) {
+      // At debug: a flood of bad or anonymous requests must not become a flood of log lines
+      // (/metrics counts them by status).
+      request.log.debug({ status, code: error.code }, 'request refused: %s', error.message)
+      return sendError(reply, status, error.message)
+    }
+    if (isKnownFault(error)) faults.failed(request.log, error.code, error)
+    // Another 503 (a host's) is a state it reports too, not a bug.
+    else request.log[status === 503 ? 'warn' : 'error']({ err: error }, 'request failed')
+    return sendError(reply, status, status === 503 ? error.message : INTERNAL_ERROR_MESSAGE)
   }
-  // A 503 (store unavailable, overloaded) is a state the service reports, not a bug.
-  request.log[status === 503 ? 'warn' : 'error']({ err: error }, 'request failed')
-  return sendError(reply, status, status === 503 ? error.message : INTERNAL_ERROR_MESSAGE)
 }
 
 // Errors Node's HTTP parser raises before there is a request to answer.
@@ -93,16 +98,20 @@ export function raisedByPlugin (error: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('PLANT_STORE_') || code.startsWith('FST_ERR_'))
 }
 
-/** Answers the plugin's own errors; hands the rest on to the host's error handler. */
-export function handlePluginError (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
-  if (!raisedByPlugin(error)) {
-    // The host's handler answers in the host's shape: not through the plant routes' response
-    // schemas (the plugin's Error shape), which would fail to serialize it.
-    reply.serializer(JSON.stringify)
-    // Thrown from an error handler, an error goes on to the parent scope's handler.
-    throw error
+type ErrorHandler = ReturnType<typeof errorResponder>
+
+/** Answers the plugin's own errors with `handleError`; hands the rest on to the host's error handler. */
+function pluginErrorsOnly (handleError: ErrorHandler): ErrorHandler {
+  return function handlePluginError (error, request, reply) {
+    if (!raisedByPlugin(error)) {
+      // The host's handler answers in the host's shape: not through the plant routes' response
+      // schemas (the plugin's Error shape), which would fail to serialize it.
+      reply.serializer(JSON.stringify)
+      // Thrown from an error handler, an error goes on to the parent scope's handler.
+      throw error
+    }
+    return handleError(error, request, reply)
   }
-  return handleError(error, request, reply)
 }
 
 export interface ErrorHandlerOptions {
@@ -110,13 +119,18 @@ export interface ErrorHandlerOptions {
   notFound?: boolean
   /** Hand the errors the plugin did not raise on to the host's error handler. */
   hostErrors?: boolean
+  /** When the repeats of a known fault are summed up (a test's clock); a timer by default. */
+  schedule?: Schedule
 }
 
 /** Sets the Error-shaped error handler (and not-found handler) on the scope that registers it. */
-export default fp<ErrorHandlerOptions>(async function errorHandler (fastify, { notFound = false, hostErrors = false }) {
+export default fp<ErrorHandlerOptions>(async function errorHandler (fastify, { notFound = false, hostErrors = false, schedule }) {
   // A host that set no error handler (before registering the plugin) has Fastify's default, which
   // would answer through the plant routes' response schemas and fail: the plugin answers then.
   const hostHasOne = fastify.errorHandler.name !== 'defaultErrorHandler'
-  fastify.setErrorHandler(hostErrors && hostHasOne ? handlePluginError : handleError)
+  const faults = new FaultLog(fastify.log, schedule)
+  fastify.addHook('onClose', async () => faults.flush())
+  const handleError = errorResponder(faults)
+  fastify.setErrorHandler(hostErrors && hostHasOne ? pluginErrorsOnly(handleError) : handleError)
   if (notFound) fastify.setNotFoundHandler(handleNotFound)
 }, { name: 'plant-store-error-handler' })

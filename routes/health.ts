@@ -1,10 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { StoreUnavailableError } from '../errors/index.js'
-import { storeOf } from '../stores/index.js'
+import { sendError } from '../plugins/error-handler.js'
+import { readinessOf, storeOf } from '../stores/index.js'
 import { HealthStatusSchema, type HealthStatus } from '../schemas/index.js'
 import { internalError, notReady, operationId, success } from './documentation.js'
 
 const OK: HealthStatus = { status: 'ok' }
+const NOT_READY_MESSAGE = new StoreUnavailableError().message
 
 export interface HealthRoutesOptions {
   /** Their OpenAPI tag. */
@@ -18,6 +20,7 @@ const DEFAULT_CONFIG = { rateLimit: false }
 
 const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (fastify, { tag, config: given }) => {
   const store = storeOf(fastify)
+  const readiness = readinessOf(fastify)
   const tags = [tag]
   const config = { ...DEFAULT_CONFIG, ...given }
   fastify.get('/healthz', {
@@ -48,13 +51,9 @@ const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (fast
         503: notReady
       }
     }
-  }, async () => {
-    try {
-      await store.ping()
-    } catch (cause) {
-      // The guarded store's 503 as it is: wrapped again, the log line would say it twice.
-      throw (cause as { statusCode?: unknown }).statusCode === 503 ? cause : new StoreUnavailableError({ cause })
-    }
+  }, async (_request, reply) => {
+    // Answered here, not by the error handler: the readiness logs its changes, not every probe.
+    if (!await readiness.probe(store)) return sendError(reply, 503, NOT_READY_MESSAGE)
     return OK
   })
 }

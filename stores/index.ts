@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { guardStore } from './guard.js'
 import { createMemoryStore } from './memory/store.js'
 import { hasOutbox, type OutboxOptions, type WebhookOutbox } from './outbox.js'
+import { Readiness } from './readiness.js'
 import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
 import type { PostgresStoreOptions } from './postgres/store.js'
 
@@ -89,6 +90,7 @@ async function openPostgres (open: () => Promise<PlantStore>): Promise<PlantStor
 
 const DECORATOR = 'plantStore'
 const OUTBOX_DECORATOR = 'plantStoreOutbox'
+const READINESS_DECORATOR = 'plantStoreReadiness'
 
 /** Opens the webhook outbox of the store the scope uses; undefined when that store keeps none. */
 export type OutboxOpener = ((options: OutboxOptions) => Promise<WebhookOutbox>) | undefined
@@ -102,6 +104,10 @@ export const storeOf = (fastify: FastifyInstance): PlantStore =>
 
 export const outboxOpenerOf = (fastify: FastifyInstance): OutboxOpener =>
   (fastify as unknown as Record<typeof OUTBOX_DECORATOR, OutboxOpener>)[OUTBOX_DECORATOR]
+
+/** The store's readiness, which /readyz probes: it logs each change. */
+export const readinessOf = (fastify: FastifyInstance): Readiness =>
+  (fastify as unknown as Record<typeof READINESS_DECORATOR, Readiness>)[READINESS_DECORATOR]
 
 export interface StoreOptions {
   /**
@@ -121,13 +127,22 @@ export default fp<StoreOptions>(async function store (fastify, { store, postgres
   // The store's own warnings (a table turned unusable) go to the app's log.
   const log = { warn: (message: string) => fastify.log.warn(message), info: (message: string) => fastify.log.info(message) }
   const opened = owned ? await openStore(store, { ...postgres, log }) : store as PlantStore
-  const plantStore = wrap(guardStore(opened))
+  const guarded = guardStore(opened)
+  const plantStore = wrap(guarded)
   if (!isPlantStore(plantStore)) {
     if (owned) await opened.close()
     throw new TypeError(`plant-store: option wrapStore returned no store: it must return an object implementing PlantStore (${STORE_METHODS.join(', ')})`)
   }
   fastify.decorate(DECORATOR, plantStore)
   fastify.decorate(OUTBOX_DECORATOR, hasOutbox(opened) ? (options: OutboxOptions) => opened.openOutbox(options) : undefined)
+  const readiness = new Readiness(fastify.log)
+  fastify.decorate(READINESS_DECORATOR, readiness)
+  // A store down at start says so once, now. Not awaited: a store that does not answer must not
+  // hold up the start (nor count in the wrapped store's metrics); the close waits for it.
+  const probed = readiness.probe(guarded)
   // onClose runs once the server has stopped and the requests in flight are answered.
-  if (owned) fastify.addHook('onClose', () => plantStore.close())
+  fastify.addHook('onClose', async () => {
+    await probed
+    if (owned) await plantStore.close()
+  })
 }, { name: 'plant-store-store' })

@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { failureFields } from '../errors/index.js'
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../stores/outbox.js'
 import type { WebhookEndpoint, WebhooksConfig } from './config.js'
 import { nextWait } from './schedule.js'
@@ -149,7 +150,7 @@ export class DeliveryWorker {
       } while (this.again && !this.stopping)
     } catch (error) {
       // The store is down: the next poll tries again.
-      this.options.log.warn({ err: error }, 'webhooks: due deliveries could not be claimed; trying again')
+      this.options.log.warn(failureFields(error), 'webhooks: due deliveries could not be claimed; trying again')
     }
   }
 
@@ -213,7 +214,7 @@ export class DeliveryWorker {
       await this.options.outbox.setEnabled(endpoint.config.name, false, reason)
       this.options.log.warn({ endpoint: endpoint.config.name, reason }, 'webhooks: endpoint disabled')
     } catch (error) {
-      this.options.log.warn({ err: error, endpoint: endpoint.config.name }, 'webhooks: endpoint could not be disabled')
+      this.options.log.warn({ ...failureFields(error), endpoint: endpoint.config.name }, 'webhooks: endpoint could not be disabled')
     }
   }
 
@@ -236,7 +237,7 @@ export class DeliveryWorker {
     const { outbox, log } = this.options
     if (releases.length > 0) {
       await outbox.release(releases).catch((error: unknown) =>
-        log.warn({ err: error }, 'webhooks: claims could not be released; they are taken over when their lease runs out'))
+        log.warn(failureFields(error), 'webhooks: claims could not be released; they are taken over when their lease runs out'))
     }
     if (records.length === 0) return
     try {
@@ -244,7 +245,7 @@ export class DeliveryWorker {
       const failing = new Set(records.filter(({ outcome }) => outcome !== 'success').map(({ endpoint }) => endpoint))
       if (failing.size > 0) await this.disableLongFailing(failing)
     } catch (error) {
-      log.warn({ err: error }, 'webhooks: attempt results could not be written; those deliveries are sent again once their lease runs out')
+      log.warn(failureFields(error), 'webhooks: attempt results could not be written; those deliveries are sent again once their lease runs out')
     }
   }
 
@@ -275,7 +276,7 @@ export class DeliveryWorker {
     try {
       while (!this.stopping && await this.options.outbox.prune(before) > 0) await sleep(PRUNE_PAUSE_MS)
     } catch (error) {
-      this.options.log.warn({ err: error }, 'webhooks: old events could not be pruned; trying again later')
+      this.options.log.warn(failureFields(error), 'webhooks: old events could not be pruned; trying again later')
     }
   }
 

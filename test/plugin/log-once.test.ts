@@ -16,8 +16,8 @@ t.test('a 503 warning says "unavailable" once, then why', async (t) => {
     const { app } = await build(t, { store }, { logger })
     t.equal((await createPlant(app, { id: 1, name: 'fern' })).statusCode, 503, `${label}: a create answers 503`)
     t.equal((await app.inject('/readyz')).statusCode, 503, `${label}: /readyz answers 503`)
-    const messages = lines.filter(({ level }) => level === 40).map(({ err }) => (err as { message: string }).message)
-    t.equal(messages.length, 2, `${label}: one warning each`)
+    const messages = lines.filter(({ level }) => level === 40).map(({ reason }) => reason as string)
+    t.equal(messages.length, 2, `${label}: one warning for the create, one for readiness (at start)`)
     for (const message of messages) t.equal(occurrences(message), 1, `${label}: "${message}"`)
     if (failure.cause) t.ok(messages.every((message) => message.endsWith(': the disk is gone')), `${label}: the cause follows`)
   }

@@ -5,6 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { failureLines } from '../helpers/fault-log.js'
 import { isStoreUnavailable, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
 import { connect, freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -51,6 +52,10 @@ t.test('every session of the service killed every ~2 ms for 6 s: the process liv
   t.notOk(state.exited, 'the process is still running', { stderr: server.stderr().slice(-2000) })
   const wrong = answers.filter((answer) => answer.status !== 200 && !isStoreUnavailable(answer))
   t.strictSame(wrong.slice(0, 5), [], 'each request answered 200 or the store\'s 503 (never a 500)')
+  // The log: the 503s summed up, about a line a second, and not one stack (each was ~1.1 KB with two).
+  const failures = failureLines(server.logs())
+  t.ok(failures.length <= KILL_FOR_MS / 1000 + 3, `${failures.length} lines for ${answers.filter(isStoreUnavailable).length} 503s`)
+  t.notOk(server.stdout().includes('"stack"'), 'no stack in the log')
 
   // Ready again once the sessions are left alone: asked every 100 ms for up to 20 s.
   let ready: Answer | undefined

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import t from 'tap'
+import { assertFaultsSummarised } from '../helpers/fault-log.js'
 import { isStoreUnavailable, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 import { holdWriteLock } from '../helpers/sqlite-lock.js'
@@ -40,4 +41,13 @@ t.test('a file another process holds the write lock of: writes 503 quickly, heal
   await lock.release()
   t.equal((await request('DELETE', '/plants/1')).status, 204, 'a delete once the lock is gone')
   t.equal((await request('POST', '/plants', plantBody('2', 'rose'))).status, 200, 'a create once the lock is gone')
+})
+
+t.test('creates failing for a lock another process holds: a line a second in the log, no stacks', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
+  const lock = await holdWriteLock(t, file)
+  await assertFaultsSummarised(t, server, 3000, (id) => send(server.url, TOKEN, 'POST', '/plants', plantBody(String(id + 1), 'rose')))
+  t.match(server.logs().find(({ msg }) => msg === 'request failed'), { reason: /SQLITE_BUSY|locked/i }, 'the line says why')
+  await lock.release()
 })

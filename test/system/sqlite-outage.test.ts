@@ -75,8 +75,8 @@ t.test('SQLite on a full disk: 503, no crash, and creates again once there is sp
   const read = await request('GET', '/plants/1')
   t.strictSame([read.status, read.text], [200, '{"name":"before"}'], 'reads still work on a full disk')
   const failed = server.logs().filter(({ level, msg }) => level === 40 && msg === 'request failed')
-  t.comment(`logged at level 40 (warn): ${JSON.stringify(failed.map(({ err }) => (err as { message?: string } | undefined)?.message))}`)
-  t.ok(failed.some(({ err }) => /SQLITE_FULL|disk/i.test(JSON.stringify(err))),
+  t.comment(`logged at level 40 (warn): ${JSON.stringify(failed.map(({ reason }) => reason))}`)
+  t.ok(failed.some(({ reason }) => /SQLITE_FULL|disk/i.test(String(reason))),
     'a warning "request failed" was logged, naming the full disk', { found: failed })
 
   rmSync(filler)

@@ -34,7 +34,10 @@ t.test('the database down while the worker claims, records, disables and prunes:
     payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
   })
   const warnings: string[] = []
-  const worker = new DeliveryWorker({ outbox, config, log: { warn: (_object, message) => warnings.push(message) }, pollMs: 100, pruneEveryMs: 200 })
+  const fields: object[] = []
+  const worker = new DeliveryWorker({
+    outbox, config, log: { warn: (object, message) => { warnings.push(message); fields.push(object) } }, pollMs: 100, pruneEveryMs: 200
+  })
   t.teardown(() => worker.stop(0))
   await store.create({ id: 1n, name: 'a' })
   worker.start()
@@ -44,6 +47,8 @@ t.test('the database down while the worker claims, records, disables and prunes:
   const expected = [/endpoint could not be disabled/, /results could not be written/, /could not be claimed/, /could not be pruned/]
   const warned = () => expected.filter((pattern) => warnings.some((message) => pattern.test(message)))
   t.ok(await eventually(() => warned().length === expected.length, 5000), `warned: ${[...new Set(warnings)].join(' | ')}`)
+  t.ok(fields.every((object) => typeof (object as { reason?: unknown }).reason === 'string' && !('err' in object)),
+    'each says why in a line, without the error and its stack: a known fault, logged every poll', { found: fields[0] })
   gone = false
   await up()
   // The result was lost: the delivery is sent again once its lease (2 x 1 s + 1 s) runs out.
