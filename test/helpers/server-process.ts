@@ -51,12 +51,14 @@ export interface Teardown { teardown (fn: () => unknown): void }
 
 /**
  * A clean environment for the server: the test run's own (loaders, tap's process info) without any
- * service variable, then the defaults (127.0.0.1, PORT=0, info, memory:), then the overrides.
+ * service variable, then the defaults (127.0.0.1, PORT=0, info, memory:, no load shedding), then
+ * the overrides.
  */
 export function serverEnv (overrides: EnvOverrides = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env }
   for (const name of SERVICE_VARIABLES) delete env[name]
-  Object.assign(env, { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: 'memory:' })
+  // Load shedding off: on a loaded machine the event loop's delay alone would refuse requests 503.
+  Object.assign(env, { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'info', DATABASE_URL: 'memory:', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' })
   for (const [name, value] of Object.entries(overrides)) {
     if (value === undefined) delete env[name]
     else env[name] = value

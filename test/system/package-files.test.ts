@@ -13,8 +13,14 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const SHIPPED_FOLDERS = ['src', 'errors', 'plugins', 'routes', 'schemas', 'stores', 'webhooks', 'client']
 const SERVICE_ONLY = ['service', 'bench', 'test']
 
-t.test('package.json files is the short positive list of the shipped folders', async (t) => {
-  t.same(packageJson.files, SHIPPED_FOLDERS.map((folder) => `dist/${folder}`))
+// Modules in shipped folders that only the service uses (test:host checks no export reaches them).
+const SERVICE_DOORS = ['src/service-api', 'stores/postgres/schema-sql', 'stores/sqlite/backup']
+
+t.test('package.json files is the short positive list of the shipped folders, less the service\'s own modules in them', async (t) => {
+  t.same(packageJson.files, [
+    ...SHIPPED_FOLDERS.map((folder) => `dist/${folder}`),
+    ...SERVICE_DOORS.map((module) => `!dist/${module}.*`)
+  ])
 })
 
 t.test('npm would pack the plugin, the stores and the client, and nothing of the service', async (t) => {
@@ -26,6 +32,7 @@ t.test('npm would pack the plugin, the stores and the client, and nothing of the
   const outside = paths.filter((path) => !['package.json', 'README.md', 'LICENSE'].includes(path) &&
     !SHIPPED_FOLDERS.some((folder) => path.startsWith(`dist/${folder}/`)))
   t.same(outside, [], 'every packed file is in a shipped folder')
+  t.same(paths.filter((path) => SERVICE_DOORS.some((module) => path.startsWith(`dist/${module}.`))), [], 'none of the service\'s own modules')
   for (const target of Object.values(packageJson.exports).flatMap((entry) => typeof entry === 'string' ? [] : [entry.default, entry.types])) {
     t.ok(paths.includes(target.replace(/^\.\//, '')), `${target} is packed`)
   }
