@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
@@ -59,3 +60,20 @@ t.test('PostgreSQL: a database the previous release wrote is served, webhooks wo
   for (const id of OLD_IDS) await sqlOn(url, 'INSERT INTO plants (id, name) VALUES ($1, $2)', [id, `old ${id}`])
   await assertServesPreviousData(t, url)
 })
+
+t.test('PostgreSQL: the previous release\'s outbox, for a role that may not alter it, is refused with one line saying what to run',
+  { skip: await postgresSkip() }, async (t) => {
+    const url = await freshDatabase(t)
+    await sqlOn(url, PREVIOUS_POSTGRES_DDL)
+    const role = `plant_store_app_${randomBytes(4).toString('hex')}`
+    await sqlOn(url, `CREATE ROLE ${role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
+    t.teardown(async () => { await sqlOn(url, `DROP OWNED BY ${role}`); await sqlOn(url, `DROP ROLE ${role}`) })
+    const asRole = new URL(url)
+    asRole.username = role
+    const receiver = await startReceiver(t)
+    const server = spawnServer(t, webhookEnv(asRole.href, receiver.url, newSecret()))
+    t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
+    t.equal(server.stderr(), 'Cannot start: the webhook events table needs a column this release adds, and this role may not add it: ' +
+      'run `ALTER TABLE "public"."plants_webhook_events" ADD COLUMN IF NOT EXISTS trace_context text` as its owner (must be owner of table plants_webhook_events)\n')
+  })
