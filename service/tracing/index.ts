@@ -21,11 +21,11 @@ const systemOf = (databaseUrl: string) => databaseUrl.startsWith('sqlite:') ? 's
  * Tracing, when the OTEL_* settings turn it on; otherwise undefined, and nothing of OpenTelemetry
  * is loaded: its packages are imported here, dynamically, and only then.
  */
-export async function loadTracing (config: Config): Promise<Tracing | undefined> {
+export async function loadTracing (config: Config, importSdk = () => import('./sdk.js')): Promise<Tracing | undefined> {
   if (!tracingOn(config)) return undefined
   let sdk: typeof import('./sdk.js')
   try {
-    sdk = await import('./sdk.js')
+    sdk = await importSdk()
   } catch (error) {
     if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error
     throw new ConfigError('Invalid configuration: the OTEL_* settings turn tracing on, and its packages are not installed ' +

@@ -18,7 +18,7 @@ const SERVICE_NAME = 'plant-store'
 const TRACER_NAME = 'plant-store'
 
 /** OTEL_TRACES_SAMPLER and its argument, as OpenTelemetry's SDK configuration defines them. */
-function samplerOf (name: typeof OTEL_SAMPLERS[number], ratio: number): Sampler {
+export function samplerOf (name: typeof OTEL_SAMPLERS[number], ratio: number): Sampler {
   const root = { always_on: new AlwaysOnSampler(), always_off: new AlwaysOffSampler(), traceidratio: new TraceIdRatioBasedSampler(ratio) }
   const kind = name.replace(/^parentbased_/, '') as keyof typeof root
   return name.startsWith('parentbased_') ? new ParentBasedSampler({ root: root[kind] }) : root[kind]
@@ -44,7 +44,9 @@ export function startTracing (config: Config, system: string): Tracing {
     // A span per request and one for its handler; a span for every hook would cost more than it tells.
     instrumentHooks: false,
     requestHook (span, request) {
-      span.updateName(`${request.method} ${request.routeOptions.url ?? 'unknown route'}`)
+      // As OpenTelemetry's HTTP conventions name it: the method alone when no route matched.
+      const route = request.routeOptions.url
+      span.updateName(route === undefined ? request.method : `${request.method} ${route}`)
       // Of the URL, only its plain path: a query may hold a token (as in the log, service/request-log.ts).
       span.setAttribute('url.path', pathOf(request.url))
     }

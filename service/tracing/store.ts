@@ -18,8 +18,9 @@ export function tracedStore (store: PlantStore, tracer: Tracer, system: string):
       span.end()
       return result
     }, (error: unknown) => {
-      // The store's errors carry the status they answer (409, 503...); their messages stay out.
-      span.setAttribute('error.type', String((error as { statusCode?: number }).statusCode ?? (error as Error).name))
+      // The guarded store fails only with its errors, each with the status it answers (409, 503...);
+      // their messages stay out.
+      span.setAttribute('error.type', String((error as { statusCode: number }).statusCode))
       span.setStatus({ code: SpanStatusCode.ERROR })
       span.end()
       throw error

@@ -9,7 +9,7 @@ function traceparentOf (activeContext: typeof ROOT_CONTEXT): string | undefined 
 }
 
 /** The span context a stored traceparent names, as a link; none when there is none (or it cannot be read). */
-function linksTo (traceparent: string | undefined): Link[] {
+export function linksTo (traceparent: string | undefined): Link[] {
   if (traceparent === undefined) return []
   const linked = trace.getSpanContext(propagation.extract(ROOT_CONTEXT, { traceparent }))
   return linked === undefined ? [] : [{ context: linked }]

@@ -67,25 +67,19 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
   }
 }
 
-const INSUFFICIENT_PRIVILEGE = '42501'
-
 /**
  * The trace_context column, added to an events table an earlier release made without it (NULL in
  * its rows: no trace to link to). A role that may not alter the table is told what to run.
  */
 async function addTraceContext (client: pg.PoolClient, events: string): Promise<void> {
-  const { rows: [{ present }] } = await client.query<{ present: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_attribute
-    WHERE attrelid = to_regclass($1) AND attname = 'trace_context' AND NOT attisdropped) AS present`, [events])
+  const { rows: [{ present, owner }] } = await client.query<{ present: boolean, owner: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass($1) AND attname = 'trace_context' AND NOT attisdropped) AS present,
+    pg_has_role((SELECT relowner FROM pg_class WHERE oid = to_regclass($1)), 'USAGE') AS owner`, [events])
   if (present) return
   const statement = `ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS trace_context text`
-  try {
-    await client.query(statement)
-  } catch (error) {
-    // Only a refusal is a setting to fix; anything else (an outage) stays what it is.
-    if ((error as { code?: unknown }).code !== INSUFFICIENT_PRIVILEGE) throw error
-    throw new Error('the webhook events table needs a column this release adds, and this role may not add it: ' +
-      `run \`${statement}\` as its owner (${(error as Error).message})`, { cause: error })
-  }
+  // Only the table's owner may alter it.
+  if (!owner) throw new Error(`the webhook events table needs a column this release adds, and this role may not add it: run \`${statement}\` as its owner`)
+  await client.query(statement)
 }
 
 // Bookkeeping needs no fsync of its own: set for its own transaction only, inside the statement,

@@ -75,5 +75,5 @@ t.test('PostgreSQL: the previous release\'s outbox, for a role that may not alte
     const server = spawnServer(t, webhookEnv(asRole.href, receiver.url, newSecret()))
     t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
     t.equal(server.stderr(), 'Cannot start: the webhook events table needs a column this release adds, and this role may not add it: ' +
-      'run `ALTER TABLE "public"."plants_webhook_events" ADD COLUMN IF NOT EXISTS trace_context text` as its owner (must be owner of table plants_webhook_events)\n')
+      'run `ALTER TABLE "public"."plants_webhook_events" ADD COLUMN IF NOT EXISTS trace_context text` as its owner\n')
   })
