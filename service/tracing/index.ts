@@ -15,7 +15,7 @@ export interface Tracing {
 }
 
 /** The database system of a store URL, as OpenTelemetry names it. */
-const systemOf = (databaseUrl: string) => databaseUrl.startsWith('sqlite:') ? 'sqlite' : databaseUrl.startsWith('memory:') ? 'memory' : 'postgresql'
+export const systemOf = (databaseUrl: string) => databaseUrl.startsWith('sqlite:') ? 'sqlite' : databaseUrl.startsWith('memory:') ? 'memory' : 'postgresql'
 
 /**
  * Tracing, when the OTEL_* settings turn it on; otherwise undefined, and nothing of OpenTelemetry

@@ -2,7 +2,7 @@ import { propagation } from '@opentelemetry/api'
 import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
-import { loadTracing } from '../../service/tracing/index.js'
+import { loadTracing, systemOf } from '../../service/tracing/index.js'
 import { samplerOf } from '../../service/tracing/sdk.js'
 import { tracingOn } from '../../service/tracing/settings.js'
 import { linksTo } from '../../service/tracing/webhooks.js'
@@ -22,14 +22,15 @@ t.test('traces of the app: a span per request named by its route, per store oper
   let answers = 0
   // The first delivery fails (500), its retry succeeds.
   const hook = await startReceiver(t, (response) => { response.statusCode = answers++ === 0 ? 500 : 204; response.end() })
-  const config = loadConfig({ DATABASE_URL: 'sqlite:plants.db', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` })
+  const store = `sqlite:${t.testdir({})}/plants.db`
+  const config = loadConfig({ DATABASE_URL: store, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` })
   // The exporter reads its endpoint from the environment.
   process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
   t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
   const tracing = await loadTracing(config)
   // A second endpoint where nothing listens: its attempts fail without a status.
   const webhooks = webhooksFor([{ url: hook.url, secret: newSecret() }, { url: 'http://127.0.0.1:9/hook', secret: newSecret() }], { retrySchedule: [50] })
-  const { app } = await build(t, { webhooks }, { tracing })
+  const { app } = await build(t, { store, webhooks }, { tracing })
 
   const create = () => app.inject({ method: 'POST', url: '/plants?token=hidden', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"id":1,"name":"Private fern"}' })
   t.equal((await create()).statusCode, 200)
@@ -38,6 +39,7 @@ t.test('traces of the app: a span per request named by its route, per store oper
   t.equal((await app.inject({ url: '/plants', headers: AUTH })).statusCode, 200)
   t.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH })).statusCode, 204)
   t.equal((await app.inject({ url: '/nowhere' })).statusCode, 404)
+  t.equal((await app.inject({ url: '/readyz' })).statusCode, 200, 'a readiness probe: its request span only')
   t.ok(await eventually(() => hook.received.length === 2), 'the delivery fails once, then succeeds')
   // The unreachable endpoint's attempts are made alongside.
   await new Promise((resolve) => setTimeout(resolve, 200))
@@ -53,6 +55,7 @@ t.test('traces of the app: a span per request named by its route, per store oper
   t.same(attributesOf(named('INSERT plants')[0]!)['db.system'], 'sqlite')
   t.equal(named('SELECT plants').length, 2, 'a read and a page')
   t.equal(named('DELETE plants').length, 1)
+  t.equal(named('GET /readyz').length, 1)
   t.notOk(collector.received.some(({ body }) => body.includes('Private fern') || body.includes('hidden')), 'no value, no query')
   const attempts = named('webhook plant.created').filter((span) => attributesOf(span)['plant_store.webhook.endpoint'] === 'e0')
   t.same(attempts.map((span) => [attributesOf(span)['plant_store.webhook.outcome'], attributesOf(span)['error.type']]),
@@ -70,6 +73,10 @@ t.test('an attempt links to the span its event stored, when it stored a readable
   t.same(linksTo(undefined), [], 'none stored')
   t.same(linksTo('not a traceparent'), [], 'one that cannot be read')
   t.match(linksTo('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'), [{ context: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' } }])
+})
+
+t.test('the database system of each store, as OpenTelemetry names it', async (t) => {
+  t.same(['sqlite:data/plants.db', 'postgres://u@h/d', 'memory:'].map(systemOf), ['sqlite', 'postgresql', 'memory'])
 })
 
 t.test('OTEL_TRACES_SAMPLER: each standard sampler, with its ratio', async (t) => {
