@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { exitWithin, spawnServer, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
-import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
@@ -65,14 +64,9 @@ t.test('PostgreSQL: the previous release\'s outbox, for a role that may not alte
   { skip: await postgresSkip() }, async (t) => {
     const url = await freshDatabase(t)
     await sqlOn(url, PREVIOUS_POSTGRES_DDL)
-    const role = `plant_store_app_${randomBytes(4).toString('hex')}`
-    await sqlOn(url, `CREATE ROLE ${role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
-    t.teardown(async () => { await sqlOn(url, `DROP OWNED BY ${role}`); await sqlOn(url, `DROP ROLE ${role}`) })
-    const asRole = new URL(url)
-    asRole.username = role
+    const asRole = await roleWithoutCreate(t, url)
     const receiver = await startReceiver(t)
-    const server = spawnServer(t, webhookEnv(asRole.href, receiver.url, newSecret()))
+    const server = spawnServer(t, webhookEnv(asRole, receiver.url, newSecret()))
     t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
     t.equal(server.stderr(), 'Cannot start: the webhook events table needs a column this release adds, and this role may not add it: ' +
       'run `ALTER TABLE "public"."plants_webhook_events" ADD COLUMN IF NOT EXISTS trace_context text` as its owner\n')
