@@ -123,3 +123,15 @@ t.test('an attempt whose span has no traceparent is sent with its headers as the
   t.same(ended, ['success'])
   t.equal(result.outcome, 'success')
 })
+
+t.test('an OTEL_* setting the service cannot honour is refused with one line naming it', async (t) => {
+  const refusals: Array<[Record<string, string>, string]> = [
+    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER must be equal to one of the allowed values; set OTEL_TRACES_SAMPLER to one of ' +
+      'parentbased_always_on, parentbased_always_off, parentbased_traceidratio, always_on, always_off, traceidratio (default parentbased_always_on).'],
+    [{ OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG must be <= 1; set OTEL_TRACES_SAMPLER_ARG to the share of traces the traceidratio samplers keep, 0 to 1 (default 1).'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL must be equal to one of the allowed values; set OTEL_EXPORTER_OTLP_PROTOCOL to http/json, the only one the service sends.'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must match pattern "^https?://"; set OTEL_EXPORTER_OTLP_ENDPOINT to the http(s) URL of an ' +
+      'OTLP/HTTP collector, such as http://127.0.0.1:4318 (traces go to its /v1/traces); it turns tracing on.']
+  ]
+  for (const [env, message] of refusals) t.throws(() => loadConfig(env), { name: 'ConfigError', message: `Invalid configuration: ${message}` }, Object.keys(env)[0])
+})
