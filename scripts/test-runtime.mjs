@@ -13,7 +13,7 @@ import { execFileSync, spawn } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -26,6 +26,8 @@ const TOOLING = /^(typescript|tap|@tapjs\/.*|eslint|neostandard|esbuild|autocann
 const TOKEN = 'runtime-test-token-0123456789'
 const ID = '9223372036854775807'
 const work = mkdtempSync(join(tmpdir(), 'plant-store-runtime-'))
+// The SQLite file's folder: the service makes none but the default's ./data.
+mkdirSync(join(work, 'data'))
 const pgServer = process.env.PLANT_STORE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 function run (command, args, cwd) {
