@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { build } from 'esbuild'
-import { DRIVERS, UNBUNDLED } from './runtime-packages.mjs'
+import { DRIVERS, TRACING, UNBUNDLED } from './runtime-packages.mjs'
 
 const { values: { entry, outdir } } = parseArgs({
   options: { entry: { type: 'string', default: 'dist/service/server.js' }, outdir: { type: 'string', default: 'dist' } }
@@ -30,6 +30,20 @@ const swaggerUiDirname = {
   }
 }
 
+/**
+ * The tracing packages stay in node_modules, imported by service/tracing/ only when tracing is on.
+ * Only there: prom-client's own require of @opentelemetry/api stays bundled, so that a service
+ * without tracing loads nothing of OpenTelemetry from node_modules.
+ */
+const tracingExternal = {
+  name: 'tracing-external',
+  setup (bundle) {
+    const names = new RegExp(`^(${TRACING.map((name) => name.replace(/[/.]/g, '\\$&')).join('|')})$`)
+    bundle.onResolve({ filter: names }, ({ path, importer }) =>
+      /[\\/]service[\\/]tracing[\\/]/.test(importer) ? { path, external: true } : undefined)
+  }
+}
+
 // Chunk names change with their content: last build's would stay behind.
 rmSync(join(outdir, 'chunks'), { recursive: true, force: true })
 
@@ -45,7 +59,7 @@ await build({
   platform: 'node',
   format: 'esm',
   target: 'node20',
-  plugins: [swaggerUiDirname],
+  plugins: [swaggerUiDirname, tracingExternal],
   // Native addons and pino's worker thread (started by file name) stay in node_modules.
   external: [...Object.values(DRIVERS), ...UNBUNDLED],
   // The bundled CommonJS modules require() Node's built-ins, which an ES module lacks. Aliased: a

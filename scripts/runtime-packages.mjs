@@ -13,3 +13,12 @@ export const DRIVERS = { sqlite: 'better-sqlite3', postgres: 'pg' }
  * so it must be installed too.
  */
 export const READS_ITS_FILES = ['@fastify/swagger-ui']
+
+/**
+ * Tracing (OTEL_*): left out of the bundle, imported by service/tracing/ only when tracing is on,
+ * and installed in the runtime folder only when asked for (--tracing).
+ */
+export const TRACING = [
+  '@fastify/otel', '@opentelemetry/api', '@opentelemetry/context-async-hooks', '@opentelemetry/core',
+  '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-trace'
+]

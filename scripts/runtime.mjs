@@ -4,14 +4,17 @@
 // There, `npm ci --omit=dev` installs them without any build step of ours.
 //   --out DIR          where (default: runtime/)
 //   --stores LIST      which store drivers: sqlite,postgres (default both); memory: needs none
+//   --tracing          with the OpenTelemetry packages, for OTEL_* to turn tracing on (default: without)
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
-import { DRIVERS, READS_ITS_FILES, UNBUNDLED } from './runtime-packages.mjs'
+import { DRIVERS, READS_ITS_FILES, TRACING, UNBUNDLED } from './runtime-packages.mjs'
 
 const { values } = parseArgs({
-  options: { out: { type: 'string', default: 'runtime' }, stores: { type: 'string', default: Object.keys(DRIVERS).join(',') } }
+  options: {
+    out: { type: 'string', default: 'runtime' }, stores: { type: 'string', default: Object.keys(DRIVERS).join(',') }, tracing: { type: 'boolean', default: false }
+  }
 })
 const stores = values.stores.split(',').filter(Boolean)
 const unknown = stores.filter((store) => !(store in DRIVERS))
@@ -22,7 +25,7 @@ if (!isBuildCurrent()) throw new Error('dist/ is missing or older than the sourc
 
 const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'))
-const wanted = [...UNBUNDLED, ...READS_ITS_FILES, ...stores.map((store) => DRIVERS[store])]
+const wanted = [...UNBUNDLED, ...READS_ITS_FILES, ...stores.map((store) => DRIVERS[store]), ...(values.tracing ? TRACING : [])]
 
 /** Where Node finds `name` when required from the package at lock path `from` ('' for the root). */
 function resolveInLock (name, from) {
@@ -105,4 +108,5 @@ cpSync(join(ROOT, 'dist/server.mjs'), join(out, 'server.mjs'))
 cpSync(join(ROOT, 'dist/chunks'), join(out, 'chunks'), { recursive: true })
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(runtimePackage, null, 2)}\n`)
 writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(runtimeLock, null, 2)}\n`)
-process.stdout.write(`${out}: the service for ${stores.join(' and ') || 'the memory store only'}, ${entries.size} packages to install with npm ci --omit=dev\n`)
+process.stdout.write(`${out}: the service for ${stores.join(' and ') || 'the memory store only'}${values.tracing ? ', with tracing' : ''}, ` +
+  `${entries.size} packages to install with npm ci --omit=dev\n`)

@@ -4,6 +4,9 @@
 // size and package count are measured and checked (no build, test, lint, bench or document
 // tooling; under 60 MB); then the service is started from
 // it, creates and reads a plant with an id past 2^53, and is stopped with SIGTERM (exit 0).
+// Those folders hold nothing of OpenTelemetry; one made with --tracing (for the memory store: no
+// driver to compile) sends the traces of that create, its store operation and its webhook attempt
+// to a collector.
 // PostgreSQL is skipped with a notice when unreachable, except under CI=true. Last, `npm start`
 // on this unchanged checkout is timed to its first /healthz answer (it must not rebuild).
 import { execFileSync, spawn } from 'node:child_process'
@@ -18,10 +21,13 @@ import pg from 'pg'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
 
 const MAX_MEGABYTES = 60
+const TRACING = /^(@opentelemetry\/.*|@fastify\/otel)$/
 const TOOLING = /^(typescript|tap|@tapjs\/.*|eslint|neostandard|esbuild|autocannon|playwright-core|@stoplight\/.*|@redocly\/.*|publint|@arethetypeswrong\/.*|fast-check|openapi-typescript)$/
 const TOKEN = 'runtime-test-token-0123456789'
 const ID = '9223372036854775807'
 const work = mkdtempSync(join(tmpdir(), 'plant-store-runtime-'))
+// The SQLite file's folder: the service makes none but the default's ./data.
+mkdirSync(join(work, 'data'))
 const pgServer = process.env.PLANT_STORE_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 function run (command, args, cwd) {
@@ -29,15 +35,17 @@ function run (command, args, cwd) {
   return execFileSync(command, args, { cwd, stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' })
 }
 
-/** Makes and installs the runtime folder for one store: its path, packages and megabytes. */
-function install (store) {
-  const dir = join(work, store)
-  process.stdout.write(run(process.execPath, [join(ROOT, 'scripts/runtime.mjs'), '--out', dir, '--stores', store], ROOT))
+/** Makes and installs the runtime folder for one store ('': memory only), with tracing or without: its path, packages and megabytes. */
+function install (store, tracing = false) {
+  const dir = join(work, `${store || 'memory'}${tracing ? '-tracing' : ''}`)
+  process.stdout.write(run(process.execPath, [join(ROOT, 'scripts/runtime.mjs'), '--out', dir, '--stores', store, ...(tracing ? ['--tracing'] : [])], ROOT))
   run('npm', ['ci', '--omit=dev', '--strict-allow-scripts', '--engine-strict', '--no-audit', '--no-fund', '--loglevel=error'], dir)
   const lock = JSON.parse(readFileSync(join(dir, 'node_modules/.package-lock.json'), 'utf8'))
   const names = Object.keys(lock.packages).map((path) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length))
   const tooling = names.filter((name) => TOOLING.test(name))
   if (tooling.length > 0) throw new Error(`the ${store} runtime installs tooling: ${tooling.join(', ')}`)
+  const traced = names.filter((name) => TRACING.test(name))
+  if (tracing ? !traced.includes('@fastify/otel') : traced.length > 0) throw new Error(`the ${store} runtime (tracing: ${tracing}) installs ${traced.join(', ') || 'no tracing'}`)
   const megabytes = Number(run('du', ['-sb', '.'], dir).split('\t')[0]) / 2 ** 20
   if (megabytes > MAX_MEGABYTES) throw new Error(`the ${store} runtime takes ${megabytes.toFixed(1)} MB, over ${MAX_MEGABYTES} MB`)
   return { dir, packages: names.length, megabytes }
@@ -77,7 +85,7 @@ async function webhookReceiver () {
  * Starts `node server.mjs` in `dir` with a webhook endpoint, creates and reads a plant, waits for
  * its signed plant.created delivery, stops it with SIGTERM.
  */
-async function exercise (dir, databaseUrl) {
+async function exercise (dir, databaseUrl, extraEnv = {}) {
   const receiver = await webhookReceiver()
   const secret = `whsec_${randomBytes(32).toString('base64')}`
   const child = spawn(process.execPath, ['server.mjs'], {
@@ -90,7 +98,8 @@ async function exercise (dir, databaseUrl) {
       NODE_ENV: 'production',
       WEBHOOK_URL: receiver.url,
       WEBHOOK_SECRET: secret,
-      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8'
+      WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8',
+      ...extraEnv
     },
     stdio: ['ignore', 'pipe', 'inherit']
   })
@@ -111,6 +120,22 @@ async function exercise (dir, databaseUrl) {
   child.kill('SIGTERM')
   const [code, signal] = await once(child, 'exit')
   if (code !== 0) throw new Error(`SIGTERM: the service exited with ${code ?? signal}`)
+  return hook
+}
+
+/** An OTLP/HTTP collector on 127.0.0.1: the names of the spans POSTed to it (JSON). */
+async function collector () {
+  const names = []
+  const server = createServer((request, response) => {
+    let body = ''
+    request.on('data', (chunk) => { body += chunk })
+    request.on('end', () => {
+      for (const { scopeSpans } of JSON.parse(body).resourceSpans) for (const { spans } of scopeSpans) names.push(...spans.map(({ name }) => name))
+      response.end('{}')
+    })
+  })
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { endpoint: `http://127.0.0.1:${server.address().port}`, names, close: () => server.close() }
 }
 
 /** A new database on the PostgreSQL server, or undefined (with the reason) when unreachable. */
@@ -162,6 +187,16 @@ try {
   mkdirSync(join(work, 'data'))
   await exercise(sqlite.dir, `sqlite:${join(work, 'data/plants.db')}`)
   results.push(['SQLite', sqlite])
+
+  const traced = install('', true)
+  const otlp = await collector()
+  const hook = await exercise(traced.dir, 'memory:', { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.endpoint })
+  otlp.close()
+  const wanted = ['POST /plants', 'INSERT plants', 'webhook plant.created']
+  if (!wanted.every((name) => otlp.names.includes(name)) || !/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/.test(hook.traceparent)) {
+    throw new Error(`tracing: spans ${otlp.names.join(', ')}; the webhook's traceparent ${hook.traceparent}`)
+  }
+  results.push(['memory store only, with tracing (--stores \'\' --tracing)', traced])
 
   const database = await postgresDatabase()
   if (database.reason !== undefined) {

@@ -14,6 +14,7 @@ import { webhookMetrics } from './webhook-metrics.js'
 import requestLog, { pathOf } from './request-log.js'
 import securityHeaders from './security-headers.js'
 import { connectionLimit, openFilesLimit, readWebhooks, tokenlessLimit, type Config } from './config.js'
+import type { Tracing } from './tracing/index.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */
@@ -22,6 +23,8 @@ export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & Ht
   docs?: boolean
   /** Serve /metrics on a listener of its own (METRICS_PORT), `app.metricsListener`, not on the app. */
   metricsListener?: boolean
+  /** Traces of requests, store operations and webhook attempts (OTEL_*); none by default. */
+  tracing?: Tracing | undefined
 }
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
@@ -98,7 +101,7 @@ export function loggerOptions (level: string) {
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
-    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, ...fastifyOptions
+    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing, ...fastifyOptions
   } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
@@ -117,6 +120,12 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
     http: { requireHostHeader: false, ...fastifyOptions.http }
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  if (tracing !== undefined) {
+    // The first onClose hook runs last: the spans of the last requests and attempts are sent.
+    app.addHook('onClose', () => tracing.shutdown())
+    // Before any route: it instruments each as it is added.
+    await app.register(tracing.plugin)
+  }
   const metrics = createMetrics({ sqliteFile: sqliteFileOf(options.store) })
   const listener = metricsListener ? await buildMetricsListener(metrics, app.log) : null
   app.decorate('metricsListener', listener)
@@ -142,8 +151,8 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
   await app.register(plantStore, {
     ...options,
-    wrapStore: (store) => instrumentStore(store, metrics),
-    ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) })
+    wrapStore: (store) => instrumentStore(tracing === undefined ? store : tracing.wrapStore(store), metrics),
+    ...(options.webhooks && { observeWebhooks: { ...webhookMetrics(metrics.registry), tracing: tracing?.webhooks } })
   })
   // Last: every route is added.
   await app.register(methodNotAllowed)

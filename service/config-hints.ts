@@ -20,11 +20,18 @@ function distance (a: string, b: string): number {
 }
 
 /**
+ * OpenTelemetry's standard names differ from the ones the service reads by a signal
+ * (OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, ..._LOGS_PROTOCOL), set for other services: among them only
+ * one edit is taken for a typo.
+ */
+const OTEL = 'OTEL_'
+
+/**
  * How far a name may be from a known one and still be taken for a typo of it: one edit in a short
  * name (HOST, PORT), one more per six characters. Wider would flag the system's own variables
  * (HOME, PATH are two edits from HOST, PORT).
  */
-const closeEnough = (name: string, known: string) => distance(name, known) <= Math.max(1, Math.floor(known.length / 6))
+const closeEnough = (name: string, known: string) => distance(name, known) <= (known.startsWith(OTEL) ? 1 : Math.max(1, Math.floor(known.length / 6)))
 
 /** The known name a variable probably meant to be, if it is a near miss of exactly one. */
 function meant (name: string): string | undefined {

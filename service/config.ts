@@ -7,6 +7,7 @@ import { isAcceptableToken } from '../schemas/protocol.js'
 import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from './http-protocol.js'
+import { TracingSettings } from './tracing/settings.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
@@ -165,7 +166,8 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
   WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
   WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
-  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' }))
+  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' })),
+  ...TracingSettings
 })
 
 export type Config = Static<typeof ConfigSchema>

@@ -7,6 +7,7 @@ import { metricsListening } from './metrics-listener.js'
 import { StoreOpenError } from '../src/service-api.js'
 import { ignoreSignals } from './ignored-signals.js'
 import { configHints } from './config-hints.js'
+import { loadTracing } from './tracing/index.js'
 
 /**
  * Signals close-with-grace would take for a request to shut down, and must not: only SIGTERM and
@@ -39,6 +40,7 @@ async function start () {
   const config = loadConfig(process.env)
   const { tokens, generated } = tokensFor(config)
   const metrics = metricsAddress(config)
+  const tracing = await loadTracing(config)
   const app = await buildApp(appOptions(config, tokens), {
     ...connectionOptions(config),
     corsOrigins: corsOrigins(config),
@@ -46,6 +48,7 @@ async function start () {
     trustProxy: trustProxy(config),
     docs: config.DOCS === 'on',
     metricsListener: metrics !== undefined,
+    tracing,
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector, and always in

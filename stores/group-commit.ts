@@ -3,6 +3,8 @@ import type { NewPlant, Plant } from '../schemas/index.js'
 /** A create waiting for its batch's commit. */
 export interface PendingCreate {
   plant: NewPlant
+  /** The caller's trace context, for its event (OutboxOptions.traceContext). */
+  traceContext: string | undefined
   resolve: (plant: Plant) => void
   reject: (error: unknown) => void
 }
@@ -22,10 +24,10 @@ export class GroupCommit {
     this.#commitBatch = commitBatch
   }
 
-  create (plant: NewPlant): Promise<Plant> {
+  create (plant: NewPlant, traceContext?: string): Promise<Plant> {
     return new Promise<Plant>((resolve, reject) => {
       if (this.#pending.length === 0) setImmediate(() => this.flush())
-      this.#pending.push({ plant, resolve, reject })
+      this.#pending.push({ plant, traceContext, resolve, reject })
     })
   }
 

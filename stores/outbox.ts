@@ -40,6 +40,11 @@ export interface OutboxOptions {
   payloads: EventPayloads
   /** Told after each commit that wrote events, with their type and number (the worker wakes up). */
   committed?: (type: OutboxEventType, count: number) => void
+  /**
+   * The caller's trace context (a W3C traceparent), read as a create or delete is called and stored
+   * with its event, for the delivery attempts to link to; unset, or undefined, stores none.
+   */
+  traceContext?: () => string | undefined
 }
 
 /** One delivery handed to a worker, under its claim. */
@@ -54,6 +59,8 @@ export interface ClaimedDelivery {
   /** Attempts made before this one. */
   attempts: number
   claim: string
+  /** The trace context stored with the event (OutboxOptions.traceContext), when there is one. */
+  traceContext?: string
 }
 
 export interface AttemptRecord {
@@ -161,3 +168,7 @@ export function subscribersOf (endpoints: readonly OutboxEndpoint[]): Subscriber
 
 export const hasOutbox = (store: object): store is OutboxStore =>
   typeof (store as Partial<OutboxStore>).openOutbox === 'function'
+
+/** A claimed delivery's `traceContext`, present only when its event has one (SQL NULL: none). */
+export const traced = (traceContext: string | null | undefined): { traceContext?: string } =>
+  traceContext == null ? {} : { traceContext }

@@ -4,6 +4,7 @@ import type { AttemptOutcome, EventPayloads, OutboxEventType, WebhookOutbox } fr
 import type { WebhooksConfig } from './config.js'
 import { plantCreatedPayload, plantDeletedPayload } from './payload.js'
 import { messageId } from './signing.js'
+import type { WebhookTracing } from './tracing.js'
 import { DeliveryWorker } from './worker.js'
 
 /** What the service's metrics learn of webhooks. */
@@ -13,6 +14,8 @@ export interface WebhookObserver {
   attempt (endpoint: string, outcome: AttemptOutcome, seconds: number): void
   /** The outbox, read when metrics are scraped. */
   outbox (outbox: WebhookOutbox): void
+  /** Traces: each event keeps its create's trace context, each attempt has a span linked to it. */
+  tracing?: WebhookTracing | undefined
 }
 
 /** What the store writes for each event, inside the plant's own transaction. */
@@ -37,12 +40,13 @@ Promise<{ outbox: WebhookOutbox, worker: DeliveryWorker }> {
   const outbox = await open({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
     payloads,
+    ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
     committed (type, count) {
       observer?.event(type, count)
       wake.worker?.wake()
     }
   })
-  const worker = new DeliveryWorker({ outbox, config, log, onAttempt: observer && ((...args) => observer.attempt(...args)) })
+  const worker = new DeliveryWorker({ outbox, config, log, onAttempt: observer && ((...args) => observer.attempt(...args)), tracing: observer?.tracing })
   wake.worker = worker
   observer?.outbox(outbox)
   return { outbox, worker }

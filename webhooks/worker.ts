@@ -6,6 +6,7 @@ import type { WebhookEndpoint, WebhooksConfig } from './config.js'
 import { nextWait } from './schedule.js'
 import { EndpointSender, type AttemptResult } from './send.js'
 import { webhookHeaders } from './signing.js'
+import { tracedAttempt, type WebhookTracing } from './tracing.js'
 
 export interface WorkerLog {
   warn (object: object, message: string): void
@@ -25,6 +26,8 @@ export interface DeliveryWorkerOptions {
   pruneEveryMs?: number
   now?: () => number
   random?: () => number
+  /** A span per attempt, its traceparent sent (the service's tracing, when on). */
+  tracing?: WebhookTracing | undefined
 }
 
 export const DEFAULT_CONCURRENCY = 64
@@ -158,7 +161,7 @@ export class DeliveryWorker {
     const endpoint = this.endpoints.get(delivery.endpoint)!
     endpoint.inFlight++
     const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, delivery.payload, this.now())
-    const done: Promise<void> = endpoint.sender.send(headers, delivery.payload, this.abort.signal)
+    const done: Promise<void> = tracedAttempt(this.options.tracing, delivery, headers, (sent) => endpoint.sender.send(sent, delivery.payload, this.abort.signal))
       .then((result) => this.settle(endpoint, delivery, result))
       .finally(() => {
         endpoint.inFlight--

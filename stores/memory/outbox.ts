@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import {
-  subscribersOf, type AttemptRecord, type AttemptView, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  subscribersOf, traced, type AttemptRecord, type AttemptView, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
   type OutboxEventType, type OutboxOptions, type Subscribers, type WebhookOutbox
 } from '../outbox.js'
 
@@ -19,6 +19,7 @@ interface StoredEvent {
   type: OutboxEventType
   payload: string
   createdAt: Date
+  traceContext: string | undefined
   deliveries: Delivery[]
 }
 
@@ -61,6 +62,7 @@ class MemoryOutbox implements WebhookOutbox {
       type,
       payload: payloadOf(at),
       createdAt: at,
+      traceContext: this.#options.traceContext?.(),
       deliveries: this.#to[type].map((endpoint) => ({ endpoint, state: 'pending', attempts: 0, dueAt, history: [] }))
     })
     this.#options.committed?.(type, 1)
@@ -82,7 +84,9 @@ class MemoryOutbox implements WebhookOutbox {
       for (const { event, delivery } of due) {
         delivery.claim = claim
         delivery.dueAt = now + leaseMs
-        claimed.push({ seq: event.seq, messageId: event.messageId, type: event.type, endpoint, payload: event.payload, attempts: delivery.attempts, claim })
+        claimed.push({
+          seq: event.seq, messageId: event.messageId, type: event.type, endpoint, payload: event.payload, attempts: delivery.attempts, claim, ...traced(event.traceContext)
+        })
       }
     }
     return claimed

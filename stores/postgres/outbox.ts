@@ -3,6 +3,7 @@ import pg from 'pg'
 import type {
   AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
 } from '../outbox.js'
+import { traced } from '../outbox.js'
 import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
@@ -30,7 +31,7 @@ type Tables = ReturnType<typeof outboxTables>
 /** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
 export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
-    type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL)`,
+    type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL, trace_context text)`,
   `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,
     attempts int4 NOT NULL, due_at timestamptz NOT NULL, claim uuid, PRIMARY KEY (seq, endpoint))`,
   `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_pending`)} ON ${deliveries} (endpoint, due_at) WHERE state = 'pending'`,
@@ -55,6 +56,7 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
     const { rows: [{ present }] } = await client.query<{ present: boolean }>(
       'SELECT bool_and(to_regclass(name) IS NOT NULL) AS present FROM unnest($1::text[]) AS t(name)', [names])
     if (!present) for (const statement of createOutboxSql(tables, plants)) await client.query(statement)
+    else await addTraceContext(client, tables.events)
     await client.query(`INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
       ON CONFLICT (name) DO NOTHING`, [endpoints])
     await client.query('COMMIT')
@@ -63,6 +65,21 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
     await Promise.allSettled([client.query('ROLLBACK')])
     throw error
   }
+}
+
+/**
+ * The trace_context column, added to an events table an earlier release made without it (NULL in
+ * its rows: no trace to link to). A role that may not alter the table is told what to run.
+ */
+async function addTraceContext (client: pg.PoolClient, events: string): Promise<void> {
+  const { rows: [{ present, owner }] } = await client.query<{ present: boolean, owner: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_attribute
+    WHERE attrelid = to_regclass($1) AND attname = 'trace_context' AND NOT attisdropped) AS present,
+    pg_has_role((SELECT relowner FROM pg_class WHERE oid = to_regclass($1)), 'USAGE') AS owner`, [events])
+  if (present) return
+  const statement = `ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS trace_context text`
+  // Only the table's owner may alter it.
+  if (!owner) throw new Error(`the webhook events table needs a column this release adds, and this role may not add it: run \`${statement}\` as its owner`)
+  await client.query(statement)
 }
 
 // Bookkeeping needs no fsync of its own: set for its own transaction only, inside the statement,
@@ -78,9 +95,9 @@ const NO_FSYNC = 'nofsync AS (SELECT set_config(\'synchronous_commit\', \'off\',
 export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `WITH ins AS (
     INSERT INTO ${plants} (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
     ON CONFLICT (id) DO NOTHING RETURNING id),
-  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at)
-    SELECT p.message_id, 'plant.created', p.payload, $6 FROM ins JOIN unnest($1::int8[], $4::text[], $5::text[]) AS p(id, payload, message_id)
-    ON p.id = ins.id RETURNING seq),
+  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context)
+    SELECT p.message_id, 'plant.created', p.payload, $6, p.trace_context FROM ins
+    JOIN unnest($1::int8[], $4::text[], $5::text[], $8::text[]) AS p(id, payload, message_id, trace_context) ON p.id = ins.id RETURNING seq),
   dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $6
     FROM ev CROSS JOIN unnest($7::text[]) AS e(name))
   SELECT id FROM ins`
@@ -88,10 +105,14 @@ export const insertWithEventsSql = (plants: string, { events, deliveries }: Tabl
 /** A delete that, when it deleted a plant, writes its plant.deleted event in the same statement. */
 export const deleteWithEventSql = (plants: string, { events, deliveries }: Tables) => `WITH del AS (
     DELETE FROM ${plants} WHERE id = $1 RETURNING id),
-  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at) SELECT $2, 'plant.deleted', $3, $4 FROM del RETURNING seq),
+  ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context) SELECT $2, 'plant.deleted', $3, $4, $6 FROM del RETURNING seq),
   dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $4
     FROM ev CROSS JOIN unnest($5::text[]) AS e(name))
   SELECT id FROM del`
+
+interface ClaimRow {
+  seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string, trace_context: string | null
+}
 
 interface EventRow {
   seq: bigint
@@ -117,7 +138,7 @@ function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: 
         WHERE endpoint = want.endpoint AND state = 'pending' AND due_at <= $3 ORDER BY due_at LIMIT want.n FOR UPDATE SKIP LOCKED) d),
     claimed AS (UPDATE ${deliveries} t SET claim = $4, due_at = $5 FROM due, nofsync
       WHERE t.seq = due.seq AND t.endpoint = due.endpoint RETURNING t.seq, t.endpoint, t.attempts)
-    SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload FROM claimed c JOIN ${events} e ON e.seq = c.seq`
+    SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload, e.trace_context FROM claimed c JOIN ${events} e ON e.seq = c.seq`
   const recordSql = `WITH ${NO_FSYNC},
     r AS (SELECT * FROM unnest($1::int8[], $2::text[], $3::uuid[], $4::text[], $5::timestamptz[], $6::text[], $7::int4[], $8::text[],
       $9::timestamptz[], $10::int4[]) AS r(seq, endpoint, claim, state, due_at, outcome, status, error, at, duration_ms)),
@@ -185,10 +206,10 @@ class PostgresOutbox implements WebhookOutbox {
     const now = Date.now()
     // One claim id for the whole call: a result is written under it and its delivery's key.
     const claim = randomUUID()
-    const { rows } = await this.runQuery<{ seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string }>(
+    const { rows } = await this.runQuery<ClaimRow>(
       this.#sql.claimSql, [wants.map(({ endpoint }) => endpoint), wants.map(({ limit }) => limit), new Date(now), claim, new Date(now + leaseMs)])
     return rows.map((row): ClaimedDelivery => ({
-      seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim
+      seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim, ...traced(row.trace_context)
     }))
   }
 

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import {
-  subscribersOf, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  subscribersOf, traced, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
   type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
 // Created when webhooks are first configured: without them, nothing of this exists.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_events (
-  seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL,
+  trace_context TEXT
 ) STRICT;
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
   seq INTEGER NOT NULL, endpoint TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL, due_at INTEGER NOT NULL, claim TEXT,
@@ -28,7 +29,7 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
 // The most finished events one prune removes: each prune is one short transaction.
 const PRUNE_BATCH = 250
 
-interface EventRow { seq: bigint, message_id: string, type: OutboxEventType, payload: string, created_at: bigint }
+interface EventRow { seq: bigint, message_id: string, type: OutboxEventType, payload: string, created_at: bigint, trace_context: string | null }
 interface DeliveryRow { seq: bigint, endpoint: string, state: DeliveryState, attempts: bigint, due_at: bigint }
 interface AttemptRow { at: bigint, outcome: AttemptOutcome, status: bigint | null, error: string | null, duration_ms: bigint }
 interface EndpointRow {
@@ -46,8 +47,8 @@ export interface SqliteRunner {
 
 /** The outbox's statements, prepared once. */
 function prepareOutboxStatements (db: Database.Database) {
-  const insertEvent = db.prepare<[string, string, string, number]>(
-    'INSERT INTO webhook_events (message_id, type, payload, created_at) VALUES (?, ?, ?, ?)')
+  const insertEvent = db.prepare<[string, string, string, number, string | null]>(
+    'INSERT INTO webhook_events (message_id, type, payload, created_at, trace_context) VALUES (?, ?, ?, ?, ?)')
   const insertDelivery = db.prepare<[bigint, string, number]>(
     'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) VALUES (?, ?, \'pending\', 0, ?)')
 
@@ -142,7 +143,9 @@ class SqliteOutbox implements WebhookOutbox {
       const claim = randomUUID()
       for (const { seq, attempts } of this.#s.claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })) {
         const event = this.#s.eventBySeq.get(seq)!
-        claimed.push({ seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim })
+        claimed.push({
+          seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim, ...traced(event.trace_context)
+        })
       }
     }
     return claimed
@@ -217,6 +220,15 @@ class SqliteOutbox implements WebhookOutbox {
 }
 
 /**
+ * The trace_context column, added to an events table an earlier release made without it: NULL in
+ * its rows (no trace to link to), and read as such by that release too, which names its columns.
+ */
+function addTraceContext (db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'webhook_events\')').all()
+  if (!columns.some(({ name }) => name === 'trace_context')) db.exec('ALTER TABLE webhook_events ADD COLUMN trace_context TEXT')
+}
+
+/**
  * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
  * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
  * with synchronous=NORMAL: its commits are not fsynced, but the next plant commit (FULL) syncs the
@@ -226,14 +238,15 @@ class SqliteOutbox implements WebhookOutbox {
  */
 export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
   db.exec(SCHEMA)
+  addTraceContext(db)
   const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
   db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
   const statements = prepareOutboxStatements(db)
   const to = subscribersOf(endpoints)
 
   /** Writes an event and its deliveries; inside the caller's transaction. */
-  function add (type: OutboxEventType, payload: string, at: number): void {
-    const seq = statements.insertEvent.run(payloads.messageId(), type, payload, at).lastInsertRowid as bigint
+  function add (type: OutboxEventType, payload: string, at: number, traceContext: string | undefined): void {
+    const seq = statements.insertEvent.run(payloads.messageId(), type, payload, at, traceContext ?? null).lastInsertRowid as bigint
     for (const endpoint of to[type]) statements.insertDelivery.run(seq, endpoint, at)
   }
 
@@ -241,14 +254,14 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
   return {
     outbox,
     /** Inside the plant's transaction: its event, when an endpoint takes plant.created. */
-    created (plant: { id: bigint, name: string, tag?: string }, at: number): boolean {
+    created (plant: { id: bigint, name: string, tag?: string }, at: number, traceContext?: string): boolean {
       if (to['plant.created'].length === 0) return false
-      add('plant.created', payloads.created(plant, new Date(at)), at)
+      add('plant.created', payloads.created(plant, new Date(at)), at, traceContext)
       return true
     },
-    deleted (id: bigint, at: number): boolean {
+    deleted (id: bigint, at: number, traceContext?: string): boolean {
       if (to['plant.deleted'].length === 0) return false
-      add('plant.deleted', payloads.deleted(id, new Date(at)), at)
+      add('plant.deleted', payloads.deleted(id, new Date(at)), at, traceContext)
       return true
     }
   }

@@ -260,15 +260,16 @@ class SqliteStore implements PlantStore, OutboxStore {
   // Once webhooks are on, each plant's event is written in the plant's own transaction.
   #outbox: ReturnType<typeof openSqliteOutbox> | undefined
   #committed: NonNullable<OutboxOptions['committed']> = () => {}
+  #traceContext: NonNullable<OutboxOptions['traceContext']> = () => undefined
   #events = 0 // events written by the batch committing
   readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
-  readonly #removeWithEvent: (id: bigint, at: number) => { deleted: boolean, event: boolean }
+  readonly #removeWithEvent: (id: bigint, at: number, traceContext: string | undefined) => { deleted: boolean, event: boolean }
 
   constructor (file: string, log: StoreLog) {
     const db = this.#db = openDatabase(file)
     const statements = this.#statements = prepareStatements(db)
     this.#files = new OpenedFiles(file, db, log)
-    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant }) => {
+    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant, traceContext }) => {
       try {
         statements.insert.run(plant.id, plant.name, plant.tag ?? null)
       } catch (error) {
@@ -277,12 +278,12 @@ class SqliteStore implements PlantStore, OutboxStore {
         throw error
       }
       // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
-      if (this.#outbox?.created(plant, at)) this.#events++
+      if (this.#outbox?.created(plant, at, traceContext)) this.#events++
       return undefined
     }))
-    this.#removeWithEvent = db.transaction((id: bigint, at: number) => {
+    this.#removeWithEvent = db.transaction((id: bigint, at: number, traceContext: string | undefined) => {
       const deleted = statements.remove.run(id).changes > 0
-      return { deleted, event: deleted && this.#outbox?.deleted(id, at) === true }
+      return { deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
     })
   }
 
@@ -328,7 +329,7 @@ class SqliteStore implements PlantStore, OutboxStore {
     if (this.#events > 0) this.#committed('plant.created', this.#events)
   }
 
-  create = (plant: NewPlant) => this.#commits.create(plant)
+  create = (plant: NewPlant) => this.#commits.create(plant, this.#traceContext())
 
   get = (id: bigint) => this.#read(() => {
     const row = this.#statements.select.get(id)
@@ -342,7 +343,8 @@ class SqliteStore implements PlantStore, OutboxStore {
   })
 
   delete = async (id: bigint) => {
-    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, Date.now()))
+    const traceContext = this.#traceContext()
+    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, Date.now(), traceContext))
     if (event) this.#committed('plant.deleted', 1)
     return deleted
   }
@@ -350,6 +352,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   openOutbox = async (options: OutboxOptions) => {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
     this.#committed = options.committed ?? this.#committed
+    this.#traceContext = options.traceContext ?? this.#traceContext
     return this.#outbox.outbox
   }
 

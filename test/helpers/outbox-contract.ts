@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import { PlantExistsError } from '../../errors/index.js'
@@ -127,6 +128,23 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       }
       assert.equal(await outbox.event(events[1].seq + 1000n), undefined, 'an unknown seq')
     })
+
+  test('each event keeps the trace context its create or delete was called in (traceContext), and a claim hands it back', async () => {
+    const store = await open()
+    try {
+      const caller = new AsyncLocalStorage<string>()
+      const outbox = await store.openOutbox({ endpoints: endpointsNamed('all'), payloads: recordingPayloads().payloads, traceContext: () => caller.getStore() })
+      const [created, deleted] = ['00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01']
+      // In one batch: a create with a context and one without.
+      await Promise.all([caller.run(created, () => store.create({ id: 1n, name: 'traced' })), store.create({ id: 2n, name: 'untraced' })])
+      await caller.run(deleted, () => store.delete(1n))
+      const claimed = await outbox.claim([{ endpoint: 'all', limit: 10 }], LONG_LEASE_MS)
+      same(claimed.map(({ type, payload, traceContext }) => [type, /"id":(\d+)/.exec(payload)![1], traceContext]).sort(),
+        [['plant.created', '1', created], ['plant.created', '2', undefined], ['plant.deleted', '1', deleted]])
+    } finally {
+      await store.close()
+    }
+  })
 
   withOutbox('a duplicate create (409) writes no event', ['created'], async (store, outbox) => {
     await store.create({ id: 7n, name: 'first' })

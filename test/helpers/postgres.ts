@@ -61,3 +61,17 @@ export async function freshDatabase (t: Teardown): Promise<string> {
   url.pathname = `/${name}`
   return url.href
 }
+
+/**
+ * A new login role on the database at `url` that may read and write its tables but create nothing
+ * (the tables are made first); dropped at the test's teardown: the URL that connects as it.
+ */
+export async function roleWithoutCreate (t: Teardown, url: string): Promise<string> {
+  const role = `plant_store_app_${randomBytes(4).toString('hex')}`
+  await sqlOn(url, `CREATE ROLE ${role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
+  t.teardown(async () => { await sqlOn(url, `DROP OWNED BY ${role}`); await sqlOn(url, `DROP ROLE ${role}`) })
+  const asRole = new URL(url)
+  asRole.username = role
+  return asRole.href
+}

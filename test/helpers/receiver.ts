@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 
-export interface Received { headers: IncomingHttpHeaders, body: string, at: number }
+export interface Received { headers: IncomingHttpHeaders, body: string, at: number, url?: string }
 
 /**
  * A real webhook receiver on 127.0.0.1: it keeps every request (raw body) and answers with
@@ -16,7 +16,7 @@ export async function startReceiver (t: { teardown (fn: () => unknown): void },
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
     request.on('end', () => {
-      const entry = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() }
+      const entry = { headers: request.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now(), url: request.url! }
       received.push(entry)
       answer(response, entry, received.length - 1)
     })

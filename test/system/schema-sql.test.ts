@@ -1,10 +1,9 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { exitWithin, SERVER_ENTRY, serverEnv, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
-import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
 import { eventually, newSecret } from '../helpers/webhooks.js'
@@ -20,15 +19,10 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
 
     const url = await freshDatabase(t)
     await sqlOn(url, sql)
-    const role = `plant_store_app_${randomBytes(4).toString('hex')}`
-    await sqlOn(url, `CREATE ROLE ${role} LOGIN; REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-      GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role}`)
-    t.teardown(async () => { await sqlOn(url, `DROP OWNED BY ${role}`); await sqlOn(url, `DROP ROLE ${role}`) })
-    const asRole = new URL(url)
-    asRole.username = role
+    const asRole = await roleWithoutCreate(t, url)
 
     const receiver = await startReceiver(t, (response) => { response.statusCode = 204; response.end() })
-    const server = await startServer(t, webhookEnv(asRole.href, receiver.url, newSecret()))
+    const server = await startServer(t, webhookEnv(asRole, receiver.url, newSecret()))
     const created = await fetch(`${server.url}/plants`, {
       method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('7', 'fern')
     })

@@ -3,7 +3,7 @@ import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { exitWithin, spawnServer, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
-import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
@@ -59,3 +59,15 @@ t.test('PostgreSQL: a database the previous release wrote is served, webhooks wo
   for (const id of OLD_IDS) await sqlOn(url, 'INSERT INTO plants (id, name) VALUES ($1, $2)', [id, `old ${id}`])
   await assertServesPreviousData(t, url)
 })
+
+t.test('PostgreSQL: the previous release\'s outbox, for a role that may not alter it, is refused with one line saying what to run',
+  { skip: await postgresSkip() }, async (t) => {
+    const url = await freshDatabase(t)
+    await sqlOn(url, PREVIOUS_POSTGRES_DDL)
+    const asRole = await roleWithoutCreate(t, url)
+    const receiver = await startReceiver(t)
+    const server = spawnServer(t, webhookEnv(asRole, receiver.url, newSecret()))
+    t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
+    t.equal(server.stderr(), 'Cannot start: the webhook events table needs a column this release adds, and this role may not add it: ' +
+      'run `ALTER TABLE "public"."plants_webhook_events" ADD COLUMN IF NOT EXISTS trace_context text` as its owner\n')
+  })

@@ -1,0 +1,35 @@
+import type { FastifyPluginCallback } from 'fastify'
+import { ConfigError, type Config } from '../config.js'
+import type { PlantStore, WebhookTracing } from '../../src/service-api.js'
+import { tracingOn } from './settings.js'
+
+/** What the service traces with, when tracing is on (service/tracing/sdk.ts). */
+export interface Tracing {
+  /** @fastify/otel's plugin: registered before any route, it gives each request its span. */
+  plugin: FastifyPluginCallback
+  /** The store, each operation in a span of its own. */
+  wrapStore (store: PlantStore): PlantStore
+  webhooks: WebhookTracing
+  /** Sends the spans still batched, and stops. */
+  shutdown (): Promise<void>
+}
+
+/** The database system of a store URL, as OpenTelemetry names it. */
+export const systemOf = (databaseUrl: string) => databaseUrl.startsWith('sqlite:') ? 'sqlite' : databaseUrl.startsWith('memory:') ? 'memory' : 'postgresql'
+
+/**
+ * Tracing, when the OTEL_* settings turn it on; otherwise undefined, and nothing of OpenTelemetry
+ * is loaded: its packages are imported here, dynamically, and only then.
+ */
+export async function loadTracing (config: Config, importSdk = () => import('./sdk.js')): Promise<Tracing | undefined> {
+  if (!tracingOn(config)) return undefined
+  let sdk: typeof import('./sdk.js')
+  try {
+    sdk = await importSdk()
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error
+    throw new ConfigError('Invalid configuration: the OTEL_* settings turn tracing on, and its packages are not installed ' +
+      `(${(error as Error).message.split('\n')[0]}); make the runtime folder with --tracing (npm run runtime -- --tracing), or unset them.`)
+  }
+  return sdk.startTracing(config, systemOf(config.DATABASE_URL))
+}

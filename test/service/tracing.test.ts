@@ -1,0 +1,137 @@
+import { propagation } from '@opentelemetry/api'
+import { W3CTraceContextPropagator } from '@opentelemetry/core'
+import t from 'tap'
+import { loadConfig } from '../../service/config.js'
+import { loadTracing, systemOf } from '../../service/tracing/index.js'
+import { samplerOf } from '../../service/tracing/sdk.js'
+import { tracingOn } from '../../service/tracing/settings.js'
+import { linksTo } from '../../service/tracing/webhooks.js'
+import type { ClaimedDelivery } from '../../stores/outbox.js'
+import { tracedAttempt } from '../../webhooks/tracing.js'
+import { AUTH, build, JSON_TYPE } from '../helpers/app.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+
+interface Attribute { key: string, value: { stringValue?: string, intValue?: string | number } }
+interface Span { traceId: string, spanId: string, name: string, attributes: Attribute[], links?: Array<{ traceId: string, spanId: string }> }
+
+const attributesOf = (span: Span) => Object.fromEntries(span.attributes.map(({ key, value }) => [key, value.stringValue ?? value.intValue]))
+
+t.test('traces of the app: a span per request named by its route, per store operation (its status on failure), per webhook attempt', async (t) => {
+  const collector = await startReceiver(t)
+  let answers = 0
+  // The first delivery fails (500), its retry succeeds.
+  const hook = await startReceiver(t, (response) => { response.statusCode = answers++ === 0 ? 500 : 204; response.end() })
+  const store = `sqlite:${t.testdir({})}/plants.db`
+  const config = loadConfig({ DATABASE_URL: store, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` })
+  // The exporter reads its endpoint from the environment.
+  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
+  const tracing = await loadTracing(config)
+  // A second endpoint where nothing listens: its attempts fail without a status.
+  const webhooks = webhooksFor([{ url: hook.url, secret: newSecret() }, { url: 'http://127.0.0.1:9/hook', secret: newSecret() }], { retrySchedule: [50] })
+  const { app } = await build(t, { store, webhooks }, { tracing })
+
+  const create = () => app.inject({ method: 'POST', url: '/plants?token=hidden', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"id":1,"name":"Private fern"}' })
+  t.equal((await create()).statusCode, 200)
+  t.equal((await create()).statusCode, 409, 'the same id again')
+  t.equal((await app.inject({ url: '/plants/1', headers: AUTH })).statusCode, 200)
+  t.equal((await app.inject({ url: '/plants', headers: AUTH })).statusCode, 200)
+  t.equal((await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTH })).statusCode, 204)
+  t.equal((await app.inject({ url: '/nowhere' })).statusCode, 404)
+  t.equal((await app.inject({ url: '/readyz' })).statusCode, 200, 'a readiness probe: its request span only')
+  t.ok(await eventually(() => hook.received.length === 2), 'the delivery fails once, then succeeds')
+  // The unreachable endpoint's attempts are made alongside.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  await app.close()
+
+  const spans: Span[] = collector.received.flatMap(({ body }) => (JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Span[] }> }> })
+    .resourceSpans.flatMap(({ scopeSpans }) => scopeSpans.flatMap(({ spans }) => spans)))
+  const named = (name: string) => spans.filter((span) => span.name === name)
+  t.equal(named('POST /plants').length, 2, 'each request is named by its route')
+  t.equal(named('GET').length, 1, 'one that matched no route by its method alone')
+  t.same(named('POST /plants').map((span) => attributesOf(span)['url.path']), ['/plants', '/plants'], 'its path without the query')
+  t.same(named('INSERT plants').map((span) => attributesOf(span)['error.type']), [undefined, '409'], 'a failed operation has its status')
+  t.same(attributesOf(named('INSERT plants')[0]!)['db.system'], 'sqlite')
+  t.equal(named('SELECT plants').length, 2, 'a read and a page')
+  t.equal(named('DELETE plants').length, 1)
+  t.equal(named('GET /readyz').length, 1)
+  t.notOk(collector.received.some(({ body }) => body.includes('Private fern') || body.includes('hidden')), 'no value, no query')
+  const attempts = named('webhook plant.created').filter((span) => attributesOf(span)['plant_store.webhook.endpoint'] === 'e0')
+  t.same(attempts.map((span) => [attributesOf(span)['plant_store.webhook.outcome'], attributesOf(span)['error.type']]),
+    [['http_error', '500'], ['success', undefined]], 'an attempt span each, a failed one with its status')
+  const unreachable = named('webhook plant.created').filter((span) => attributesOf(span)['plant_store.webhook.endpoint'] === 'e1')
+  t.ok(unreachable.length > 0 && unreachable.every((span) =>
+    attributesOf(span)['plant_store.webhook.outcome'] === 'network' && attributesOf(span)['error.type'] === 'ECONNREFUSED'), 'one that had no answer: its error')
+  t.ok(attempts.every((span) => span.links?.[0]?.spanId === named('INSERT plants')[0]!.spanId), 'each linked to the create')
+  t.same(hook.received.map(({ headers }) => headers.traceparent), attempts.map((span) => `00-${span.traceId}-${span.spanId}-01`),
+    'each request carries its attempt\'s traceparent')
+})
+
+t.test('an attempt links to the span its event stored, when it stored a readable one', async (t) => {
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
+  t.same(linksTo(undefined), [], 'none stored')
+  t.same(linksTo('not a traceparent'), [], 'one that cannot be read')
+  t.match(linksTo('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'), [{ context: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' } }])
+})
+
+t.test('the database system of each store, as OpenTelemetry names it', async (t) => {
+  t.same(['sqlite:data/plants.db', 'postgres://u@h/d', 'memory:'].map(systemOf), ['sqlite', 'postgresql', 'memory'])
+})
+
+t.test('OTEL_TRACES_SAMPLER: each standard sampler, with its ratio', async (t) => {
+  t.equal(samplerOf('always_on', 1).toString(), 'AlwaysOnSampler')
+  t.equal(samplerOf('always_off', 1).toString(), 'AlwaysOffSampler')
+  t.equal(samplerOf('traceidratio', 0.25).toString(), 'TraceIdRatioBased{0.25}')
+  t.match(samplerOf('parentbased_always_on', 1).toString(), /^ParentBased\{root=AlwaysOnSampler/)
+  t.match(samplerOf('parentbased_always_off', 1).toString(), /^ParentBased\{root=AlwaysOffSampler/)
+  t.match(samplerOf('parentbased_traceidratio', 0.5).toString(), /^ParentBased\{root=TraceIdRatioBased\{0.5\}/)
+})
+
+t.test('which settings turn tracing on', async (t) => {
+  const endpoint = 'http://127.0.0.1:4318'
+  t.equal(tracingOn({}), false, 'none')
+  t.equal(tracingOn({ OTEL_SERVICE_NAME: 'x' }), false, 'a name without an endpoint')
+  t.equal(tracingOn({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint }), true)
+  t.equal(tracingOn({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${endpoint}/v1/traces` }), true)
+  t.equal(tracingOn({ OTEL_TRACES_EXPORTER: 'otlp' }), true, 'the default endpoint, asked for')
+  t.equal(tracingOn({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_TRACES_EXPORTER: 'none' }), false)
+  t.equal(tracingOn({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'true' }), false)
+  t.equal(tracingOn({ OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_SDK_DISABLED: 'false' }), true)
+})
+
+t.test('tracing on without its packages (a runtime folder made without --tracing): one line saying what to do', async (t) => {
+  const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' })
+  const missing = Object.assign(new Error('Cannot find package \'@fastify/otel\' imported from /srv/chunks/sdk.mjs\nDid you mean...'), { code: 'ERR_MODULE_NOT_FOUND' })
+  await t.rejects(loadTracing(config, () => Promise.reject(missing)), {
+    name: 'ConfigError',
+    message: 'Invalid configuration: the OTEL_* settings turn tracing on, and its packages are not installed (Cannot find package ' +
+      '\'@fastify/otel\' imported from /srv/chunks/sdk.mjs); make the runtime folder with --tracing (npm run runtime -- --tracing), or unset them.'
+  })
+  const other = new Error('something else')
+  await t.rejects(loadTracing(config, () => Promise.reject(other)), other, 'any other failure as it is')
+  t.equal(await loadTracing(loadConfig({})), undefined, 'off: nothing')
+})
+
+t.test('an attempt whose span has no traceparent is sent with its headers as they are', async (t) => {
+  const delivery = { seq: 1n, messageId: 'msg_1', type: 'plant.created', endpoint: 'e', payload: '{}', attempts: 0, claim: 'c' } satisfies ClaimedDelivery
+  const ended: string[] = []
+  const sent: Array<Record<string, string>> = []
+  const result = await tracedAttempt({ traceContext: () => undefined, attempt: () => ({ traceparent: undefined, end: (r) => ended.push(r.outcome) }) },
+    delivery, { a: '1' }, async (headers) => { sent.push(headers); return { outcome: 'success', durationMs: 1 } })
+  t.same(sent, [{ a: '1' }])
+  t.same(ended, ['success'])
+  t.equal(result.outcome, 'success')
+})
+
+t.test('an OTEL_* setting the service cannot honour is refused with one line naming it', async (t) => {
+  const refusals: Array<[Record<string, string>, string]> = [
+    [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER must be equal to one of the allowed values; set OTEL_TRACES_SAMPLER to one of ' +
+      'parentbased_always_on, parentbased_always_off, parentbased_traceidratio, always_on, always_off, traceidratio (default parentbased_always_on).'],
+    [{ OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG must be <= 1; set OTEL_TRACES_SAMPLER_ARG to the share of traces the traceidratio samplers keep, 0 to 1 (default 1).'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL must be equal to one of the allowed values; set OTEL_EXPORTER_OTLP_PROTOCOL to http/json, the only one the service sends.'],
+    [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must match pattern "^https?://"; set OTEL_EXPORTER_OTLP_ENDPOINT to the http(s) URL of an ' +
+      'OTLP/HTTP collector, such as http://127.0.0.1:4318 (traces go to its /v1/traces); it turns tracing on.']
+  ]
+  for (const [env, message] of refusals) t.throws(() => loadConfig(env), { name: 'ConfigError', message: `Invalid configuration: ${message}` }, Object.keys(env)[0])
+})
