@@ -183,8 +183,6 @@ if (!isBuildCurrent()) await import('./build.mjs')
 const results = []
 try {
   const sqlite = install('sqlite')
-  // As an operator does: the database's folder exists (the service makes only its default ./data).
-  mkdirSync(join(work, 'data'))
   await exercise(sqlite.dir, `sqlite:${join(work, 'data/plants.db')}`)
   results.push(['SQLite', sqlite])
 
