@@ -18,13 +18,19 @@ export interface HealthRoutesOptions {
 // A host's global @fastify/rate-limit skips a route whose config says so: probes are never limited.
 const DEFAULT_CONFIG = { rateLimit: false }
 
+/**
+ * Whether a route is the liveness probe, which the service's connection limits never refuse: a
+ * liveness probe refused under a flood would have the process restarted, which helps no one.
+ */
+export const isLivenessProbe = (config: unknown) => (config as { livenessProbe?: unknown } | undefined)?.livenessProbe === true
+
 const healthRoutes: FastifyPluginAsyncTypebox<HealthRoutesOptions> = async (fastify, { tag, config: given }) => {
   const store = storeOf(fastify)
   const readiness = readinessOf(fastify)
   const tags = [tag]
   const config = { ...DEFAULT_CONFIG, ...given }
   fastify.get('/healthz', {
-    config,
+    config: { ...config, livenessProbe: true },
     schema: {
       summary: 'Liveness: the process runs',
       description: 'Answers 200 while the process runs, whatever the state of the store: restart the service ' +

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { onRequestHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { handleClientError, sendError } from '../src/service-api.js'
+import { handleClientError, isLivenessProbe, sendError } from '../src/service-api.js'
 import { addRouteHook } from './route-hooks.js'
 
 export interface ConnectionsOptions {
@@ -185,6 +185,7 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
   fastify.addHook('preHandler', (request, reply, done) => {
     const connection = open.get(request.raw.socket)
     if (connection === undefined || !connection.overShare || !strangers.has(connection)) return done()
+    if (isLivenessProbe(request.routeOptions.config)) return done()
     connection.ending = true
     reply.header('connection', 'close').header('retry-after', OVER_SHARE_RETRY_AFTER)
     sendError(reply, 503, OVER_SHARE)

@@ -13,4 +13,5 @@ export type { EndpointState, EndpointStats, WebhookOutbox } from '../stores/outb
 export { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../webhooks/config.js'
 export type { WebhookObserver } from '../webhooks/plugin.js'
 export { openapiWebhooks } from '../routes/webhook-docs.js'
+export { isLivenessProbe } from '../routes/health.js'
 export type { WebhookTracing } from '../webhooks/tracing.js'
