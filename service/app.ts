@@ -5,7 +5,9 @@ import compression from './compression.js'
 import connections, { type ConnectionsOptions } from './connections.js'
 import cors from './cors.js'
 import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs.js'
-import { errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStoreOptions } from '../src/service-api.js'
+import {
+  deliveryOnly, errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStore, type PlantStoreOptions
+} from '../src/service-api.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
@@ -22,6 +24,8 @@ export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & Ht
   docs?: boolean
   /** Serve /metrics on a listener of its own (METRICS_PORT), `app.metricsListener`, not on the app. */
   metricsListener?: boolean
+  /** A delivery-only instance (WEBHOOK_DELIVERY=only): webhooks delivered, health and metrics, no plant routes. */
+  deliveryOnly?: boolean
 }
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
@@ -96,7 +100,8 @@ export function loggerOptions (level: string) {
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
-    maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, ...fastifyOptions
+    maxConnections, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, deliveryOnly: delivering = false,
+    ...fastifyOptions
   } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
@@ -136,13 +141,14 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // Before the routes: it decides, as each is added, which answers may be compressed.
   await app.register(compression)
   await app.register(metricsPlugin, { metrics, serve: !metricsListener })
-  // Before the routes: swagger collects them as they are added.
-  if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
-  await app.register(plantStore, {
-    ...options,
-    wrapStore: (store) => instrumentStore(store, metrics),
-    ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) })
-  })
+  const wrapStore = (store: PlantStore) => instrumentStore(store, metrics)
+  if (delivering) {
+    await app.register(deliveryOnly, { store: options.store, webhooks: options.webhooks!, wrapStore, observeWebhooks: webhookMetrics(metrics.registry) })
+  } else {
+    // Before the routes: swagger collects them as they are added.
+    if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
+    await app.register(plantStore, { ...options, wrapStore, ...(options.webhooks && { observeWebhooks: webhookMetrics(metrics.registry) }) })
+  }
   // Last: every route is added.
   await app.register(methodNotAllowed)
   await app.ready()
