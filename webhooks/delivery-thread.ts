@@ -22,12 +22,8 @@ const port = parentPort!
 const data = workerData as DeliveryThreadData
 const post = (message: FromThread) => port.postMessage(message)
 
-// An error crosses threads as plain fields: its class and own properties would not.
-const plain = (value: unknown) => value instanceof Error
-  ? { type: value.name, message: value.message, stack: value.stack, code: (value as { code?: unknown }).code }
-  : value
-const line = (level: LogLevel) => (object: object, message: string) =>
-  post({ kind: 'log', level, object: Object.fromEntries(Object.entries(object).map(([key, value]) => [key, plain(value)])), message })
+// Errors in a line cross as errors (name, message, stack), as any log object is copied.
+const line = (level: LogLevel) => (object: object, message: string) => post({ kind: 'log', level, object, message })
 const log = { warn: line('warn'), info: line('info') }
 
 let attempts: Array<[string, AttemptOutcome, number]> = []

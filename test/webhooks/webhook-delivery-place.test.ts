@@ -47,3 +47,25 @@ t.test('delivery in-process on SQLite; off: events written, none sent, until an 
   await apiOnly.close()
   await delivering.close()
 })
+
+t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plant or admin route', async (t) => {
+  const store = `sqlite:${join(t.testdir({}), 'plants.db')}`
+  const receiver = await startReceiver(t)
+  const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
+  const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
+  t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
+  const { app: delivery } = await build(t, { store, webhooks }, { deliveryOnly: true })
+  t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'the event written by the API-only app is delivered')
+  t.equal((await delivery.inject({ url: '/healthz' })).statusCode, 200)
+  t.equal((await delivery.inject({ url: '/readyz' })).statusCode, 200)
+  t.equal((await createPlant(delivery, '{"id":2,"name":"a"}')).statusCode, 404, 'no plant route')
+  t.equal((await delivery.inject({ url: '/webhooks/events' })).statusCode, 404, 'no admin route')
+  t.equal((await delivery.inject({ url: '/documentation/json' })).statusCode, 404, 'no documentation')
+  let counted: string | undefined
+  for (const end = Date.now() + 5000; counted !== '1' && Date.now() < end; await sleep(20)) {
+    counted = await metricOf(delivery, /plant_store_webhook_attempts_total\{endpoint="e0",outcome="success"\} (\d+)/)
+  }
+  t.equal(counted, '1', 'its /metrics counts the attempt')
+  await apiOnly.close()
+  await delivery.close()
+})

@@ -37,6 +37,16 @@ t.test('a delivery thread that throws is logged and started again, each time aft
   await thread.stop(100)
 })
 
+t.test('a thread that ran longer than the longest wait is started again after the first wait', async (t) => {
+  const { lines, log } = recordingLog()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 50, restartMaxMs: 100, onAttempt () {} })
+  thread.start()
+  t.ok(await eventually(() => lines.filter(({ level }) => level === 'error').length >= 2, 60_000), 'two failures seen')
+  // Each start takes longer than 100 ms here (a thread loads its modules): each ran past the longest wait.
+  t.same(lines.filter(({ level }) => level === 'error').slice(0, 2).map(({ object }) => object.restartInMs), [50, 50])
+  await thread.stop(100)
+})
+
 t.test('stop: a thread that stops when asked is waited for; one that does not is ended after drainMs and the margin', async (t) => {
   const { lines, log } = recordingLog()
   const obedient = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, entry: STAND_IN, onAttempt () {} })
@@ -66,6 +76,10 @@ t.test('a stop while the thread waits to be started again ends the wait', async 
   const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 60_000, onAttempt () {} })
   thread.start()
   t.ok(await eventually(() => lines.some(({ level }) => level === 'error'), 30_000))
+  // Told while no thread runs: nothing to tell.
+  thread.wake()
+  thread.pause()
+  await sleep(10)
   await thread.stop(100)
   await sleep(100)
   t.equal(lines.filter(({ message }) => message === 'stand-in started').length, 1, 'not started again')
