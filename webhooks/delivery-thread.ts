@@ -1,5 +1,5 @@
 import { parentPort, threadId, workerData } from 'node:worker_threads'
-import { openStore } from '../stores/index.js'
+import { loadDriver, openStore, type PlantStore } from '../stores/index.js'
 import type { AttemptOutcome, OutboxStore } from '../stores/outbox.js'
 import { resolveWebhooks } from './config.js'
 import type { DeliveryThreadData, FromThread, LogLevel, ToThread } from './thread-messages.js'
@@ -34,9 +34,10 @@ const tellAttempts = () => {
 const teller = setInterval(tellAttempts, ATTEMPTS_EVERY_MS).unref()
 
 const config = resolveWebhooks(data.webhooks)
-const store = await openStore(data.store, {
-  ...data.postgres, poolSize: POOL_SIZE, log: { warn: (message) => log.warn({}, message), info: (message) => log.info({}, message) }
-}) as Awaited<ReturnType<typeof openStore>> & OutboxStore
+const storeLog = { warn: (message: string) => log.warn({}, message), info: (message: string) => log.info({}, message) }
+const store: PlantStore & OutboxStore = data.store.startsWith('sqlite:')
+  ? (await loadDriver('better-sqlite3', () => import('../stores/sqlite/store.js'))).openSqliteStore(data.store.slice('sqlite:'.length), { log: storeLog, bookkeeping: true })
+  : await openStore(data.store, { ...data.postgres, poolSize: POOL_SIZE, log: storeLog }) as PlantStore & OutboxStore
 const outbox = await store.openOutbox(outboxOptions(config))
 const worker = new DeliveryWorker({ outbox, config, log, onAttempt: (...attempt) => attempts.push(attempt) })
 
