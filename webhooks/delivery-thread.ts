@@ -34,7 +34,8 @@ const tellAttempts = () => {
 const teller = setInterval(tellAttempts, ATTEMPTS_EVERY_MS).unref()
 
 const config = resolveWebhooks(data.webhooks)
-const storeLog = { warn: (message: string) => log.warn({}, message), info: (message: string) => log.info({}, message) }
+// The store's own lines (a file moved, a table unusable) are messages without an object.
+const storeLog = { warn: log.warn.bind(undefined, {}), info: log.info.bind(undefined, {}) }
 const store: PlantStore & OutboxStore = data.store.startsWith('sqlite:')
   ? (await loadDriver('better-sqlite3', () => import('../stores/sqlite/store.js'))).openSqliteStore(data.store.slice('sqlite:'.length), { log: storeLog, bookkeeping: true })
   : await openStore(data.store, { ...data.postgres, poolSize: POOL_SIZE, log: storeLog }) as PlantStore & OutboxStore
