@@ -33,7 +33,7 @@ export function webhookEnv (databaseUrl: string, url: string, secret: string): E
 
 /**
  * Resolves once the server's delivery thread runs. It starts through the TypeScript loader here,
- * which takes seconds on a busy machine (the built server starts it in ~0.1 s).
+ * which takes seconds on a busy machine (the bundled server starts it far sooner).
  */
 export async function deliveryThreadUp (server: ServerProcess): Promise<ServerProcess> {
   await server.waitForLog(({ msg }) => msg === 'webhooks: delivering in a thread of its own', 120_000)
