@@ -16,6 +16,8 @@ declare module 'autocannon' {
     connections?: number
     /** Seconds. */
     duration?: number
+    /** Requests in all, instead of a duration. */
+    amount?: number
     method?: string
     headers?: Record<string, string>
     body?: string

@@ -19,8 +19,9 @@ export const hasTaskset = spawnSync('taskset', ['--version']).status === 0
 const MICROS_PER_TICK = 10_000
 
 /** CPU time (utime + stime, all threads) a process has used so far, in µs. */
-export function cpuMicros (pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+export function cpuMicros (pid: number, thread?: number): number {
+  // A thread's own: /proc/<pid>/task/<tid>/stat (the main thread's tid is the pid).
+  const stat = readFileSync(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`, 'utf8')
   // Fields are counted from after the command name, which may hold spaces and parentheses.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(fields[11]) + Number(fields[12])) * MICROS_PER_TICK

@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { createDatabase, databaseUrl, dropDatabase, postgresUnreachable } from './stores.js'
-import { cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stopAll, type Server } from './targets.js'
+import { cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll, type Server } from './targets.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -42,23 +42,35 @@ const receiverNode = [process.execPath, RECEIVER, String(port)]
 const receiver = spawnTracked(hasTaskset ? 'taskset' : receiverNode[0], hasTaskset ? ['-c', '1', ...receiverNode] : receiverNode.slice(1),
   { stdio: ['ignore', 'pipe', 'inherit'] })
 let received = 0
+// The floor script's deliveries reach the same receiver.
+let floorDeliveries = 0
 receiver.child.stdout!.on('data', (chunk: Buffer) => { received = Number(String(chunk).trim().split('\n').at(-1)) })
 const secret = `whsec_${randomBytes(32).toString('base64')}`
 const webhookEnv = { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
 
 let nextId = 1
+/** Creates of fresh ids for `seconds`, or `amount` of them. */
+const creates = (server: Server, length: { duration: number } | { amount: number }) => autocannon({
+  url: `${server.url}/plants`,
+  method: 'POST',
+  connections,
+  ...length,
+  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+  requests: [{ setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"bench"}` }) }]
+})
+
 async function createRun (server: Server, seconds: number) {
-  const before = cpuMicros(server.pid)
-  const result = await autocannon({
-    url: `${server.url}/plants`,
-    method: 'POST',
-    connections,
-    duration: seconds,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    requests: [{ setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"bench"}` }) }]
-  })
+  const [before, apiBefore] = [cpuMicros(server.pid), cpuMicros(server.pid, server.pid)]
+  const result = await creates(server, { duration: seconds })
   const created = result.requests.total - result.non2xx
-  return { reqPerSec: result.requests.total / result.duration, cpuPerCreate: (cpuMicros(server.pid) - before) / created, created, other: result.non2xx }
+  return {
+    reqPerSec: result.requests.total / result.duration,
+    cpuPerCreate: (cpuMicros(server.pid) - before) / created,
+    // The thread that serves HTTP alone: delivery runs in a thread of its own.
+    apiCpuPerCreate: (cpuMicros(server.pid, server.pid) - apiBefore) / created,
+    created,
+    other: result.non2xx
+  }
 }
 
 async function pending (server: Server): Promise<number> {
@@ -99,21 +111,75 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
   const [idlePlain, idleHooks] = await Promise.all([idle(plain, plainUrl), idle(hooks, hooksUrl)])
   const off = { cpu: median(runs.plain.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.plain.map(({ reqPerSec }) => reqPerSec)) }
   const on = { cpu: median(runs.hooks.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.hooks.map(({ reqPerSec }) => reqPerSec)) }
+  // Per round, on over off; the median of those ratios.
+  const apiRatio = median(runs.hooks.map((run, index) => run.apiCpuPerCreate / runs.plain[index].apiCpuPerCreate))
+  const apiOn = median(runs.hooks.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
+  const apiOff = median(runs.plain.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
+  lines.push(`${store}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x)`)
   lines.push(`${store}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
     `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x); pending after each run ${pendings.join(', ')}; ` +
     `drained in ${drainMs.toFixed(0)} ms`,
   `${store}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
     (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
-  progress(lines.slice(-2).join('\n'))
+  progress(lines.slice(-3).join('\n'))
   return created
+}
+
+const BACKLOG = 20_000
+
+/**
+ * Delivery alone: an API-only instance (WEBHOOK_DELIVERY=off) writes BACKLOG events, then a
+ * delivery-only instance (only) drains them to the receiver; its CPU per delivery, beside a bare
+ * undici script that signs and POSTs the same bodies (bench/undici-baseline.ts).
+ */
+async function drainCost (store: string, url: string) {
+  const env = { DATABASE_URL: url, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0', ...webhookEnv }
+  const api = await startServer({ name: `${store} api-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'off' }, stderrFile: join(tmp, `${store}-api.log`) })
+  await creates(api, { amount: BACKLOG })
+  const before = received
+  const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'only' }, stderrFile: join(tmp, `${store}-delivery.log`) })
+  const cpu = cpuMicros(delivery.pid)
+  const start = performance.now()
+  const drained = () => received - before >= BACKLOG
+  while (!drained() && performance.now() - start < 300_000) await sleep(20)
+  const perDelivery = (cpuMicros(delivery.pid) - cpu) / (received - before)
+  await Promise.all([stop(api), stop(delivery)])
+  lines.push(`${store}: delivery-only process draining ${received - before} events: ${perDelivery.toFixed(1)} µs CPU per delivery, ` +
+    `${((received - before) / ((performance.now() - start) / 1000)).toFixed(0)} deliveries/s`)
+  progress(lines.at(-1)!)
+  return perDelivery
+}
+
+/** The bare undici script's CPU per delivery, median of three runs of BACKLOG. */
+async function undiciFloor (): Promise<number> {
+  const script = fileURLToPath(new URL('./undici-baseline.js', import.meta.url))
+  const runs: number[] = []
+  for (let run = 0; run < 3; run++) {
+    // On the service's core, as the service is.
+    const node = [process.execPath, script, webhookEnv.WEBHOOK_URL, secret, String(BACKLOG), '64']
+    const child = spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '0', ...node] : node.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    child.child.stdout!.on('data', (chunk: Buffer) => { out += String(chunk) })
+    await new Promise((resolve) => child.child.once('exit', resolve))
+    runs.push(Number(out.trim()))
+  }
+  lines.push(`bare undici script (sign + Pool.request, 64 in flight): ${median(runs).toFixed(1)} µs CPU per delivery (runs ${runs.map((run) => run.toFixed(1)).join(', ')})`)
+  progress(lines.at(-1)!)
+  // Not the service's: left out of the receiver's count below.
+  floorDeliveries += 3 * BACKLOG
+  return median(runs)
 }
 
 try {
   const stores = args.stores.split(',')
   let sent = 0
+  const floor = await undiciFloor()
   if (stores.includes('sqlite')) {
     let n = 0
     sent += await measure('sqlite', async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`)
+    const drain = await drainCost('sqlite', `sqlite:${join(tmp, 'drain.db')}`)
+    lines.push(`sqlite: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
+    sent += BACKLOG
   }
   if (stores.includes('postgres')) {
     const unreachable = await postgresUnreachable(ADMIN_URL)
@@ -138,13 +204,19 @@ try {
           await createDatabase(ADMIN_URL, name)
           return databaseUrl(ADMIN_URL, name)
         }, xacts)
+        const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
+        names.push(name)
+        await createDatabase(ADMIN_URL, name)
+        const drain = await drainCost('postgres', databaseUrl(ADMIN_URL, name))
+        lines.push(`postgres: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
+        sent += BACKLOG
       } finally {
         await stopAll()
         for (const name of names) await dropDatabase(ADMIN_URL, name)
       }
     }
   }
-  lines.push(`receiver: ${received} deliveries for ${sent} creates acknowledged with webhooks on (the warm-up runs' creates come on top)`)
+  lines.push(`receiver: ${received - floorDeliveries} deliveries for ${sent} creates acknowledged with webhooks on (the warm-up runs' creates come on top)`)
   process.stdout.write(`\n${lines.join('\n')}\n`)
 } finally {
   await stopAll()

@@ -4,7 +4,7 @@
 // entry elsewhere (the tests bundle service/server.ts).
 import { rmSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, extname, join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { build } from 'esbuild'
 import { DRIVERS, TRACING, UNBUNDLED } from './runtime-packages.mjs'
@@ -47,8 +47,12 @@ const tracingExternal = {
 // Chunk names change with their content: last build's would stay behind.
 rmSync(join(outdir, 'chunks'), { recursive: true, force: true })
 
+// The webhook delivery thread's module, which the server starts by file name (webhooks/thread-host.ts):
+// the one beside the entry's folder, compiled or source.
+const deliveryThread = join(dirname(dirname(entry)), 'webhooks', `delivery-thread${extname(entry)}`)
+
 await build({
-  entryPoints: { server: entry },
+  entryPoints: { server: entry, 'webhook-delivery': deliveryThread },
   outdir,
   outExtension: { '.js': '.mjs' },
   // Each store driver stays behind its dynamic import, in a chunk of its own: a bundle in one

@@ -5,7 +5,9 @@ import compression from './compression.js'
 import connections, { type ConnectionsOptions } from './connections.js'
 import cors from './cors.js'
 import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs.js'
-import { errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStoreOptions } from '../src/service-api.js'
+import {
+  deliveryOnly, errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStore, type PlantStoreOptions
+} from '../src/service-api.js'
 import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
 import { lazyChildLogger } from './lazy-child-logger.js'
 import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
@@ -25,6 +27,8 @@ export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & Ht
   metricsListener?: boolean
   /** Traces of requests, store operations and webhook attempts (OTEL_*); none by default. */
   tracing?: Tracing | undefined
+  /** A delivery-only instance (WEBHOOK_DELIVERY=only): webhooks delivered, health and metrics, no plant routes. */
+  deliveryOnly?: boolean
 }
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
@@ -101,7 +105,8 @@ export function loggerOptions (level: string) {
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
-    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing, ...fastifyOptions
+    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing,
+    deliveryOnly: delivering = false, ...fastifyOptions
   } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
@@ -147,13 +152,15 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // Before the routes: it decides, as each is added, which answers may be compressed.
   await app.register(compression)
   await app.register(metricsPlugin, { metrics, serve: !metricsListener })
-  // Before the routes: swagger collects them as they are added.
-  if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
-  await app.register(plantStore, {
-    ...options,
-    wrapStore: (store) => instrumentStore(tracing === undefined ? store : tracing.wrapStore(store), metrics),
-    ...(options.webhooks && { observeWebhooks: { ...webhookMetrics(metrics.registry), tracing: tracing?.webhooks } })
-  })
+  const wrapStore = (store: PlantStore) => instrumentStore(tracing === undefined ? store : tracing.wrapStore(store), metrics)
+  const observeWebhooks = { ...webhookMetrics(metrics.registry), tracing: tracing?.webhooks }
+  if (delivering) {
+    await app.register(deliveryOnly, { store: options.store, webhooks: options.webhooks!, wrapStore, observeWebhooks })
+  } else {
+    // Before the routes: swagger collects them as they are added.
+    if (docs) await app.register(docsPlugin, { maxTextLength: options.maxTextLength })
+    await app.register(plantStore, { ...options, wrapStore, ...(options.webhooks && { observeWebhooks }) })
+  }
   // Last: every route is added.
   await app.register(methodNotAllowed)
   await app.ready()

@@ -36,6 +36,9 @@ const Host = (options: { default?: string, description: string }) =>
 /** Where the metrics listener binds by default: off the public network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'
 
+/** The values of WEBHOOK_DELIVERY: what this instance does of webhooks. */
+export const WEBHOOK_DELIVERY_ROLES = ['thread', 'off', 'only'] as const
+
 /** The values of DOCS. */
 const SWITCH = ['on', 'off'] as const
 
@@ -167,6 +170,11 @@ export const ConfigSchema = Type.Object({
   WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
   WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
   WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' })),
+  WEBHOOK_DELIVERY: Type.Enum(WEBHOOK_DELIVERY_ROLES, {
+    default: 'thread',
+    description: 'thread (API and delivery, in a thread of its own), off (API only: events are written, another instance delivers) ' +
+      'or only (delivery only: no plant or admin routes), with WEBHOOK_URL or WEBHOOK_ENDPOINTS_FILE'
+  }),
   ...TracingSettings
 })
 
@@ -274,13 +282,27 @@ function tokensFrom (name: string, entries: string[], entry: string, production:
 
 /** The `webhooks` option from the WEBHOOK_* settings; undefined (feature off) when no endpoint is set. */
 export function readWebhooks (config: Config): WebhooksOptions | undefined {
+  let webhooks: WebhooksOptions | undefined
   try {
-    return readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
+    webhooks = readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
       `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`)))
   } catch (error) {
     const { setting, problem, fix } = error as WebhookSettingError
     throw new ConfigError(`Invalid configuration: ${setting} ${problem}; ${fix}.`)
   }
+  if (webhooks === undefined) {
+    // An API-only or a delivery-only instance without endpoints would write or deliver nothing.
+    if (config.WEBHOOK_DELIVERY !== 'thread') {
+      throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} but no webhook endpoint is set`,
+        'set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE (the same on every instance), or unset WEBHOOK_DELIVERY')
+    }
+    return undefined
+  }
+  if (config.WEBHOOK_DELIVERY !== 'thread' && config.DATABASE_URL === 'memory:') {
+    throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} with DATABASE_URL=memory:, whose events no other instance can reach`,
+      'set DATABASE_URL to a sqlite:<path> file or a postgres:// database shared by the instances, or unset WEBHOOK_DELIVERY')
+  }
+  return config.WEBHOOK_DELIVERY === 'off' ? { ...webhooks, delivery: 'off' } : webhooks
 }
 
 const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,

@@ -38,7 +38,9 @@ async function start () {
   const started: { log?: FastifyBaseLogger } = {}
   ignoreSignals(() => started.log)
   const config = loadConfig(process.env)
-  const { tokens, generated } = tokensFor(config)
+  const delivering = config.WEBHOOK_DELIVERY === 'only'
+  // A delivery-only instance answers no request that needs a token.
+  const { tokens, generated } = delivering ? { tokens: [], generated: false } : tokensFor(config)
   const metrics = metricsAddress(config)
   const tracing = await loadTracing(config)
   const app = await buildApp(appOptions(config, tokens), {
@@ -49,6 +51,7 @@ async function start () {
     docs: config.DOCS === 'on',
     metricsListener: metrics !== undefined,
     tracing,
+    deliveryOnly: delivering,
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector, and always in

@@ -59,7 +59,9 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
   // Loaded only when set: without webhooks no outbox table, worker or timer exists.
   if (options.webhooks) {
-    await fastify.register((await import('../webhooks/plugin.js')).default, { webhooks: options.webhooks, observer: options.observeWebhooks })
+    await fastify.register((await import('../webhooks/plugin.js')).default, {
+      webhooks: options.webhooks, observer: options.observeWebhooks, store: options.store, postgres: options.postgres
+    })
   }
   // Before the routes: it notes the methods of each, to answer the others 405.
   const methodNotAllowed = trackMethods(fastify, { yieldToHost: true })

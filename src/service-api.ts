@@ -3,6 +3,7 @@
  * service/ never reaches into plugin internals. Not a package export: the service is not shipped.
  */
 export { default as plantStore, type PlantStoreOptions } from './plugin.js'
+export { default as deliveryOnly } from './delivery-only.js'
 export { DEFAULT_BODY_LIMIT } from './options.js'
 export { default as errorHandler, errorJson, handleClientError, handleFrameworkError, handleNotFound, rawErrorResponse, ROUTE_NOT_FOUND, sendError } from '../plugins/error-handler.js'
 export { trackMethods } from '../plugins/method-not-allowed.js'

@@ -27,6 +27,12 @@ const EndpointSchema = Type.Object({
 }, { additionalProperties: false, description: 'an endpoint: {name, url, secrets, events}' })
 const ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
 
+/**
+ * Where an app delivers the events of its outbox: in a worker thread of its own (with its own
+ * connection to the store), on its event loop, or not at all (another instance delivers).
+ */
+export const WEBHOOK_DELIVERY_PLACES = ['thread', 'in-process', 'off'] as const
+
 /** The `webhooks` plugin option; the env settings of the service map onto it. */
 export const WebhooksOptionsSchema = Type.Object({
   endpoints: Type.Array(EndpointSchema, { minItems: 1, description: 'a non-empty array of endpoints {name, url, secrets, events}' }),
@@ -39,8 +45,14 @@ export const WebhooksOptionsSchema = Type.Object({
   })),
   disableAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'ms without a successful delivery after which an endpoint is disabled (default 5 days)' })),
   retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
-  drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' }))
-}, { additionalProperties: false, description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout}' })
+  drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' })),
+  delivery: Type.Optional(Type.Enum(WEBHOOK_DELIVERY_PLACES, {
+    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store, a pg.Pool or a store object deliver in-process)`
+  }))
+}, {
+  additionalProperties: false,
+  description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery}'
+})
 
 export type WebhooksOptions = Static<typeof WebhooksOptionsSchema>
 

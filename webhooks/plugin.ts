@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { outboxOpenerOf } from '../stores/index.js'
+import { outboxOpenerOf, type PgPool, type PlantStore } from '../stores/index.js'
 import type { WebhookOutbox } from '../stores/outbox.js'
 import { resolveWebhooks, type WebhooksConfig, type WebhooksOptions } from './config.js'
 import { wireEvents, type WebhookObserver } from './wiring.js'
@@ -10,6 +10,9 @@ export type { WebhookObserver }
 export interface WebhooksPluginOptions {
   webhooks: WebhooksOptions
   observer?: WebhookObserver | undefined
+  /** The store option, which a delivery thread opens on its own. */
+  store: string | PgPool | PlantStore
+  postgres?: Record<string, unknown> | undefined
 }
 
 export class WebhooksUnsupportedStoreError extends Error {
@@ -28,20 +31,21 @@ export const webhooksOf = (fastify: FastifyInstance): Webhooks =>
 
 /**
  * Opens the store's outbox (from then on every create and delete writes its events in its own
- * commit) and runs the delivery worker while the app runs: it starts once the app is ready, stops
- * claiming when the app starts to close, and lets attempts in flight finish within drainTimeout.
+ * commit) and runs the delivery while the app runs (in a thread of its own by default, see
+ * wiring.ts): it starts once the app is ready, stops claiming when the app starts to close, and
+ * lets attempts in flight finish within drainTimeout.
  */
-export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { webhooks, observer }) {
+export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { webhooks, observer, store, postgres }) {
   const config = resolveWebhooks(webhooks)
   const open = outboxOpenerOf(fastify)
   if (open === undefined) {
     throw new WebhooksUnsupportedStoreError('plant-store: option webhooks needs a store that keeps an outbox (openOutbox), as the memory, ' +
       'SQLite and PostgreSQL stores do: without one, no event could be promised for a create. Use one of those stores, or remove the webhooks option')
   }
-  const { outbox, worker } = await wireEvents(open, config, fastify.log, observer)
+  const { outbox, delivery } = await wireEvents(open, config, fastify.log, { webhooks, store, postgres }, observer)
   fastify.decorate(DECORATOR, { outbox, config })
-  fastify.addHook('onReady', async () => worker.start())
+  fastify.addHook('onReady', async () => delivery.start())
   // Stops claiming at once; the attempts in flight finish while the requests do.
-  fastify.addHook('preClose', async () => { worker.pause() })
-  fastify.addHook('onClose', () => worker.stop(config.drainTimeout))
+  fastify.addHook('preClose', async () => { delivery.pause() })
+  fastify.addHook('onClose', () => delivery.stop(config.drainTimeout))
 }, { name: 'plant-store-webhooks', dependencies: ['plant-store-store'] })

@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify'
-import type { OutboxOpener } from '../stores/index.js'
-import type { AttemptOutcome, EventPayloads, OutboxEventType, WebhookOutbox } from '../stores/outbox.js'
-import type { WebhooksConfig } from './config.js'
+import type { OutboxOpener, PgPool, PlantStore } from '../stores/index.js'
+import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../stores/outbox.js'
+import type { WebhooksConfig, WebhooksOptions } from './config.js'
 import { plantCreatedPayload, plantDeletedPayload } from './payload.js'
 import { messageId } from './signing.js'
 import type { WebhookTracing } from './tracing.js'
+import { DeliveryThread, type Delivery } from './thread-host.js'
 import { DeliveryWorker } from './worker.js'
 
 /** What the service's metrics learn of webhooks. */
@@ -25,29 +26,55 @@ const payloads: EventPayloads = {
   messageId
 }
 
+/** The outbox's options for these settings; `committed` is told of each commit that wrote events. */
+export const outboxOptions = (config: WebhooksConfig, committed?: OutboxOptions['committed']): OutboxOptions => ({
+  endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+  payloads,
+  ...(committed && { committed })
+})
+
+/** Where delivery runs: `thread` needs a store the thread can open by its URL (SQLite, PostgreSQL). */
+export interface DeliverySource {
+  webhooks: WebhooksOptions
+  store: string | PgPool | PlantStore
+  postgres?: Record<string, unknown> | undefined
+}
+
+const NO_DELIVERY: Delivery = { start () {}, wake () {}, pause () {}, stop: async () => {} }
+
+/** A store the thread can open on its own: a file or a database, not the memory of this thread, a pool or an object. */
+const opensInThread = (store: DeliverySource['store']): store is string =>
+  typeof store === 'string' && /^(sqlite:|postgres(ql)?:\/\/)/.test(store)
+
 /**
  * The route of an event, end to end:
  * 1. store commit: a create or delete writes its events into the outbox in the same commit (payloads);
  * 2. outbox: once that commit succeeds, `committed` runs;
- * 3. worker wake-up: `committed` wakes the worker instead of it waiting for its next poll;
- * 4. delivery: the worker claims due events from the outbox and sends them (worker.ts, send.ts);
+ * 3. wake-up: `committed` wakes the delivery (a message to its thread) instead of it waiting for its next poll;
+ * 4. delivery: the worker claims due events from the outbox and sends them (worker.ts, send.ts),
+ *    in its thread (delivery-thread.ts) or, with the memory store or a store object, on this event loop;
  * 5. outcome recorded: it writes each attempt's outcome back to the outbox (record, release).
  */
-export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, observer?: WebhookObserver):
-Promise<{ outbox: WebhookOutbox, worker: DeliveryWorker }> {
-  // The worker is built on the outbox, which needs the wake-up first: a holder breaks the loop.
-  const wake = { worker: undefined as DeliveryWorker | undefined }
+export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
+Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
+  // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
+  const wake = { delivery: NO_DELIVERY }
   const outbox = await open({
-    endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads,
-    ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
-    committed (type, count) {
+    ...outboxOptions(config, (type, count) => {
       observer?.event(type, count)
-      wake.worker?.wake()
-    }
+      wake.delivery.wake()
+    }),
+    ...(observer?.tracing && { traceContext: observer.tracing.traceContext })
   })
-  const worker = new DeliveryWorker({ outbox, config, log, onAttempt: observer && ((...args) => observer.attempt(...args)), tracing: observer?.tracing })
-  wake.worker = worker
+  const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
+  const where = source.webhooks.delivery ?? 'thread'
+  if (where !== 'off') {
+    const { store, postgres, webhooks } = source
+    // Attempt spans need this thread's tracer: with tracing on, delivery stays on this event loop.
+    wake.delivery = where === 'thread' && opensInThread(store) && observer?.tracing === undefined
+      ? new DeliveryThread({ data: { store, postgres, webhooks }, log, onAttempt })
+      : new DeliveryWorker({ outbox, config, log, onAttempt, tracing: observer?.tracing })
+  }
   observer?.outbox(outbox)
-  return { outbox, worker }
+  return { outbox, delivery: wake.delivery }
 }

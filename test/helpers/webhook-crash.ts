@@ -31,6 +31,15 @@ export function webhookEnv (databaseUrl: string, url: string, secret: string): E
   }
 }
 
+/**
+ * Resolves once the server's delivery thread runs. It starts through the TypeScript loader here,
+ * which takes seconds on a busy machine (the bundled server starts it far sooner).
+ */
+export async function deliveryThreadUp (server: ServerProcess): Promise<ServerProcess> {
+  await server.waitForLog(({ msg }) => msg === 'webhooks: delivering in a thread of its own', 120_000)
+  return server
+}
+
 /** Sends creates of fresh ids to `server` until `stop` resolves; returns the ids answered 200. */
 export async function createUntil (server: ServerProcess, nextId: () => number, stop: Promise<unknown>, concurrency = 8): Promise<string[]> {
   const acknowledged: string[] = []
@@ -79,7 +88,8 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
   const runOf = new Map<string, number>()
   let id = 0
   for (let run = 1; run <= runs; run++) {
-    const server = await startServer(t, env)
+    // Killed while delivering, not while its thread starts.
+    const server = await deliveryThreadUp(await startServer(t, env))
     const killAfter = 300 + Math.random() * 700
     const killed = sleep(killAfter).then(() => server.child.kill('SIGKILL'))
     const first = id + 1
@@ -87,7 +97,7 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
     for (let each = first; each <= id; each++) runOf.set(String(each), run)
     t.same(await exitWithin(server, 10_000), { code: null, signal: 'SIGKILL' }, `run ${run}: killed after ${Math.round(killAfter)} ms`)
   }
-  const last = await startServer(t, env)
+  const last = await deliveryThreadUp(await startServer(t, env))
   const delivered = () => new Set(receiver.ids())
   const allArrived = await eventually(() => [...acknowledged].every((ack) => delivered().has(ack)), LEASE_MS + 10_000)
   const lost = [...acknowledged].filter((ack) => !delivered().has(ack))
@@ -112,4 +122,51 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
   t.equal(bad.length, 0, 'every delivery verifies with standardwebhooks and svix')
   last.child.kill('SIGTERM')
   t.same(await exitWithin(last, 15_000), { code: 0, signal: null }, 'the last server stops cleanly')
+}
+
+/**
+ * An API instance (WEBHOOK_DELIVERY=off) and a delivery-only one (only) on one store, each
+ * kill -9'd at a random moment of each of `runs` runs of a create load: every create answered 200
+ * has its event delivered, only stored plants are announced, each delivery verifies. Reports the duplicates.
+ */
+export async function assertSplitRolesSurviveSigkill (t: Test, databaseUrl: string, runs = 3) {
+  const receiver = await slowReceiver(t, 30)
+  const env = webhookEnv(databaseUrl, receiver.url, receiver.secret)
+  const apiEnv = { ...env, WEBHOOK_DELIVERY: 'off' }
+  const deliveryEnv = { ...env, WEBHOOK_DELIVERY: 'only' }
+  const acknowledged = new Set<string>()
+  let id = 0
+  for (let run = 1; run <= runs; run++) {
+    const [api, delivery] = await Promise.all([startServer(t, apiEnv), startServer(t, deliveryEnv).then(deliveryThreadUp)])
+    const [apiKill, deliveryKill] = [1000 + Math.random() * 1000, Math.random() * 500]
+    const killed = sleep(apiKill).then(() => api.child.kill('SIGKILL'))
+    // Killed while delivering: some time after its first delivery of this run.
+    const before = receiver.received.length
+    const deliveryKilled = eventually(() => receiver.received.length > before, 20_000)
+      .then(() => sleep(deliveryKill)).then(() => delivery.child.kill('SIGKILL'))
+    for (const ack of await createUntil(api, () => ++id, killed)) acknowledged.add(ack)
+    await deliveryKilled
+    t.same(await exitWithin(api, 10_000), { code: null, signal: 'SIGKILL' }, `run ${run}: the API instance killed after ${Math.round(apiKill)} ms`)
+    t.same(await exitWithin(delivery, 10_000), { code: null, signal: 'SIGKILL' }, `run ${run}: the delivery instance killed ${Math.round(deliveryKill)} ms into its deliveries`)
+  }
+  const [api, delivery] = await Promise.all([startServer(t, apiEnv), startServer(t, deliveryEnv).then(deliveryThreadUp)])
+  const delivered = () => new Set(receiver.ids())
+  const allArrived = await eventually(() => [...acknowledged].every((ack) => delivered().has(ack)), LEASE_MS + 10_000)
+  const lost = [...acknowledged].filter((ack) => !delivered().has(ack))
+  t.ok(allArrived, `every acknowledged create's event arrived (${acknowledged.size} acknowledged, ${lost.length} lost)`)
+  const stored = await storedIds(api)
+  t.same([...delivered()].filter((sent) => !stored.has(sent)), [], 'every delivered id is a stored plant')
+  const duplicates = receiver.received.length - delivered().size
+  t.comment(`${runs} runs, both instances kill -9'd in each: ${acknowledged.size} creates acknowledged, ${delivered().size} events delivered, ` +
+    `${lost.length} lost, ${duplicates} duplicates (${(100 * duplicates / Math.max(1, receiver.received.length)).toFixed(2)} %)`)
+  const bad = receiver.received.filter(({ headers, body }) => {
+    try { verifyDelivery(receiver.secret, headers, body); return false } catch { return true }
+  })
+  t.equal(bad.length, 0, 'every delivery verifies with standardwebhooks and svix')
+  for (const server of [api, delivery]) server.child.kill('SIGTERM')
+  for (const [name, server] of Object.entries({ api, delivery })) {
+    const exit = await exitWithin(server, 15_000)
+    t.same(exit, { code: 0, signal: null }, `the ${name} instance stops cleanly`)
+    if (exit.code !== 0) t.comment(server.stdout().slice(-4000), server.stderr().slice(-2000))
+  }
 }

@@ -31,7 +31,8 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     RATE_LIMIT_WINDOW: 60000,
     AUTH_FAILURE_MAX: 10,
     AUTH_FAILURE_WINDOW: 60000,
-    CORS_ORIGINS: ''
+    CORS_ORIGINS: '',
+    WEBHOOK_DELIVERY: 'thread'
   })
 })
 

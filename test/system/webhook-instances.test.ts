@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { exitWithin, startServer, type ServerProcess } from '../helpers/server-process.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
-import { createUntil, LEASE_MS, slowReceiver, storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
+import { createUntil, deliveryThreadUp, LEASE_MS, slowReceiver, storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
 import { plantBody } from '../helpers/load.js'
 import { eventually } from '../helpers/webhooks.js'
 
@@ -29,7 +29,7 @@ for (const instances of [2, 3]) {
     const url = await freshDatabase(t)
     const receiver = await slowReceiver(t, 5)
     const env = webhookEnv(url, receiver.url, receiver.secret)
-    const servers = await Promise.all(Array.from({ length: instances }, () => startServer(t, env)))
+    const servers = await Promise.all(Array.from({ length: instances }, async () => deliveryThreadUp(await startServer(t, env))))
     const acknowledged = await createAcross(servers, 300)
     t.equal(acknowledged.length, 300, '300 creates acknowledged')
     t.ok(await eventually(() => new Set(receiver.ids()).size === 300, 15_000), 'every event delivered')
@@ -49,7 +49,7 @@ t.test('one of three instances killed with -9 mid-run: every event still arrives
   const url = await freshDatabase(t)
   const receiver = await slowReceiver(t, 200)
   const env = webhookEnv(url, receiver.url, receiver.secret)
-  const servers = await Promise.all(Array.from({ length: 3 }, () => startServer(t, env)))
+  const servers = await Promise.all(Array.from({ length: 3 }, async () => deliveryThreadUp(await startServer(t, env))))
   let next = 0
   const killed = sleep(700).then(() => servers[0].child.kill('SIGKILL'))
   const stop = sleep(1500)

@@ -139,3 +139,19 @@ t.test('an unreadable endpoints file names its error code', async (t) => {
   t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'nope.json') }), /WEBHOOK_ENDPOINTS_FILE cannot be read \(ENOENT\)/)
   t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'x.json') }), /WEBHOOK_ENDPOINTS_FILE holds no endpoint/, 'an empty array: refused')
 })
+
+t.test('WEBHOOK_DELIVERY: thread by default, off passed to the plugin, and refused where it could deliver nothing', async (t) => {
+  const endpoint = { WEBHOOK_URL: 'http://127.0.0.1:9/hook', WEBHOOK_SECRET: SECRET }
+  const on = (env: Record<string, string>) => readWebhooks(loadConfig({ DATABASE_URL: 'sqlite:plants.db', ...endpoint, ...env }))
+  t.equal(on({})!.delivery, undefined, 'thread: the plugin\'s default')
+  t.equal(on({ WEBHOOK_DELIVERY: 'only' })!.delivery, undefined, 'only: delivered in a thread, the service serves no plant route')
+  t.equal(on({ WEBHOOK_DELIVERY: 'off' })!.delivery, 'off')
+  t.doesNotThrow(() => checkOptions({ tokens: ['t'], store: 'sqlite:plants.db', webhooks: on({ WEBHOOK_DELIVERY: 'off' }) }))
+  t.throws(() => readWebhooks(loadConfig({ DATABASE_URL: 'sqlite:plants.db', WEBHOOK_DELIVERY: 'only' })), new ConfigError(
+    'Invalid configuration: WEBHOOK_DELIVERY is only but no webhook endpoint is set; set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE ' +
+    '(the same on every instance), or unset WEBHOOK_DELIVERY.'))
+  t.throws(() => webhooksOf({ ...endpoint, WEBHOOK_DELIVERY: 'off' }), {
+    message: /^Invalid configuration: WEBHOOK_DELIVERY is off with DATABASE_URL=memory:, whose events no other instance can reach; /
+  })
+  t.throws(() => loadConfig({ WEBHOOK_DELIVERY: 'elsewhere' }), { message: /^Invalid configuration: WEBHOOK_DELIVERY must be equal to one of the allowed values; set WEBHOOK_DELIVERY to thread \(/ })
+})

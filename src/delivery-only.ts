@@ -1,0 +1,27 @@
+import type { FastifyPluginAsync } from 'fastify'
+import errorHandler from '../plugins/error-handler.js'
+import strictValidation from '../plugins/validation.js'
+import healthRoutes from '../routes/health.js'
+import { DEFAULT_MAX_TEXT_LENGTH, DEFAULT_OPENAPI_NAMES } from '../schemas/index.js'
+import store from '../stores/index.js'
+import webhooks from '../webhooks/plugin.js'
+import type { PlantStoreOptions } from './options.js'
+
+export type DeliveryOnlyOptions = Pick<PlantStoreOptions, 'store' | 'postgres' | 'wrapStore' | 'observeWebhooks'> &
+  { webhooks: NonNullable<PlantStoreOptions['webhooks']> }
+
+/**
+ * A delivery-only instance: the store's outbox delivered, /healthz and /readyz, and no plant or
+ * admin route. Beside API instances that write the outbox and deliver nothing (delivery 'off'),
+ * on the same PostgreSQL database or SQLite file.
+ */
+const deliveryOnly: FastifyPluginAsync<DeliveryOnlyOptions> = async (fastify, options) => {
+  // The shared schemas, which the health routes' answers reference.
+  await fastify.register(strictValidation, { maxTextLength: DEFAULT_MAX_TEXT_LENGTH })
+  await fastify.register(errorHandler)
+  await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
+  await fastify.register(webhooks, { webhooks: options.webhooks, observer: options.observeWebhooks, store: options.store, postgres: options.postgres })
+  await fastify.register(healthRoutes, { tag: DEFAULT_OPENAPI_NAMES.healthTag })
+}
+
+export default deliveryOnly

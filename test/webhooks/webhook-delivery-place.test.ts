@@ -1,0 +1,71 @@
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { build, createPlant } from '../helpers/app.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { median } from '../helpers/time.js'
+import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+
+// A thread starts through the TypeScript loader here: seconds on a busy machine.
+const THREAD_START_MS = 60_000
+
+const metricOf = async (app: Awaited<ReturnType<typeof build>>['app'], pattern: RegExp) =>
+  pattern.exec((await app.inject({ url: '/metrics' })).body)?.[1]
+
+t.test('SQLite, delivery thread (the default): each create delivered; its attempts reach /metrics of the API thread', async (t) => {
+  const receiver = await startReceiver(t)
+  const { app } = await build(t, { store: `sqlite:${join(t.testdir({}), 'plants.db')}`, webhooks: webhooksFor([{ url: receiver.url, secret: newSecret() }]) })
+  for (let id = 1; id <= 3; id++) t.equal((await createPlant(app, `{"id":${id},"name":"a"}`)).statusCode, 200)
+  t.ok(await eventually(() => receiver.received.length === 3, THREAD_START_MS), 'three deliveries')
+  const success = /plant_store_webhook_attempts_total\{endpoint="e0",outcome="success"\} (\d+)/
+  let counted: string | undefined
+  for (const end = Date.now() + 5000; counted !== '3' && Date.now() < end; await sleep(20)) counted = await metricOf(app, success)
+  t.equal(counted, '3', 'three successful attempts counted')
+  // Woken by each commit, not found at the next poll (every second): a median far below half a second.
+  const latencies: number[] = []
+  for (let id = 4; id <= 10; id++) {
+    const created = Date.now()
+    t.equal((await createPlant(app, `{"id":${id},"name":"a"}`)).statusCode, 200)
+    t.ok(await eventually(() => receiver.received.length === id, 5000))
+    latencies.push(receiver.received[id - 1].at - created)
+  }
+  t.ok(median(latencies) < 250, `delivered a median ${median(latencies)} ms after the create (${latencies.join(', ')})`)
+})
+
+t.test('delivery in-process on SQLite; off: events written, none sent, until an app that delivers opens the file', async (t) => {
+  const store = `sqlite:${join(t.testdir({}), 'plants.db')}`
+  const receiver = await startReceiver(t)
+  const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
+  const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
+  t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
+  await sleep(1200)
+  t.equal(receiver.received.length, 0, 'off: nothing sent')
+  const { app: delivering } = await build(t, { store, webhooks: { ...webhooks, delivery: 'in-process' } })
+  t.ok(await eventually(() => receiver.received.length === 1, 10_000), 'the app delivering in-process sends it')
+  t.equal((await createPlant(delivering, '{"id":2,"name":"a"}')).statusCode, 200)
+  t.ok(await eventually(() => receiver.received.length === 2, 10_000), 'and its own')
+  await apiOnly.close()
+  await delivering.close()
+})
+
+t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plant or admin route', async (t) => {
+  const store = `sqlite:${join(t.testdir({}), 'plants.db')}`
+  const receiver = await startReceiver(t)
+  const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
+  const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
+  t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
+  const { app: delivery } = await build(t, { store, webhooks }, { deliveryOnly: true })
+  t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'the event written by the API-only app is delivered')
+  t.equal((await delivery.inject({ url: '/healthz' })).statusCode, 200)
+  t.equal((await delivery.inject({ url: '/readyz' })).statusCode, 200)
+  t.equal((await createPlant(delivery, '{"id":2,"name":"a"}')).statusCode, 404, 'no plant route')
+  t.equal((await delivery.inject({ url: '/webhooks/events' })).statusCode, 404, 'no admin route')
+  t.equal((await delivery.inject({ url: '/documentation/json' })).statusCode, 404, 'no documentation')
+  let counted: string | undefined
+  for (const end = Date.now() + 5000; counted !== '1' && Date.now() < end; await sleep(20)) {
+    counted = await metricOf(delivery, /plant_store_webhook_attempts_total\{endpoint="e0",outcome="success"\} (\d+)/)
+  }
+  t.equal(counted, '1', 'its /metrics counts the attempt')
+  await apiOnly.close()
+  await delivery.close()
+})

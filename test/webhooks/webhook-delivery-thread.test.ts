@@ -1,0 +1,97 @@
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { pathToFileURL } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { deliveryEntry, DeliveryThread } from '../../webhooks/thread-host.js'
+import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+
+const STAND_IN = new URL('../helpers/stand-in-delivery-thread.ts', import.meta.url)
+
+function recordingLog () {
+  const lines: Array<{ level: string, object: Record<string, unknown>, message: string }> = []
+  const at = (level: string) => (object: object, message: string) => { lines.push({ level, object: object as Record<string, unknown>, message }) }
+  return { lines, log: { warn: at('warn'), info: at('info'), error: at('error') } }
+}
+
+const data = { store: 'sqlite:unused.db', webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }
+
+t.test('a delivery thread that throws is logged and started again, each time after twice the wait, while this thread runs on', async (t) => {
+  const { lines, log } = recordingLog()
+  const attempts: unknown[] = []
+  const thread = new DeliveryThread({
+    data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 50, restartMaxMs: 60_000, onAttempt: (...attempt) => attempts.push(attempt)
+  })
+  thread.start()
+  let ticks = 0
+  const ticking = setInterval(() => ticks++, 10)
+  t.ok(await eventually(() => lines.filter(({ level }) => level === 'error').length >= 3, 60_000), 'three failures seen')
+  clearInterval(ticking)
+  const failures = lines.filter(({ level }) => level === 'error')
+  t.same(failures.slice(0, 3).map(({ object }) => object.restartInMs), [50, 100, 200], 'started again after 50, 100 and 200 ms')
+  t.match(failures[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1 } })
+  t.ok(lines.filter(({ message }) => message === 'stand-in started').length >= 3, 'each start is a new thread, and its log lines reach this log')
+  t.same(attempts[0], ['e0', 'success', 0.01], 'its attempts are told to this thread (the metrics)')
+  t.ok(ticks > 10, `this thread's event loop ran on meanwhile (${ticks} ticks)`)
+  await thread.stop(100)
+})
+
+t.test('a thread that ran longer than the longest wait is started again after the first wait', async (t) => {
+  const { lines, log } = recordingLog()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 50, restartMaxMs: 100, onAttempt () {} })
+  thread.start()
+  t.ok(await eventually(() => lines.filter(({ level }) => level === 'error').length >= 2, 60_000), 'two failures seen')
+  // Each start takes longer than 100 ms here (a thread loads its modules): each ran past the longest wait.
+  t.same(lines.filter(({ level }) => level === 'error').slice(0, 2).map(({ object }) => object.restartInMs), [50, 50])
+  await thread.stop(100)
+})
+
+t.test('stop: a thread that stops when asked is waited for; one that does not is ended after drainMs and the margin', async (t) => {
+  const { lines, log } = recordingLog()
+  const obedient = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, entry: STAND_IN, onAttempt () {} })
+  obedient.start()
+  t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in started'), 30_000))
+  obedient.wake()
+  obedient.wake()
+  obedient.pause()
+  t.ok(await eventually(() => lines.filter(({ message }) => message === 'stand-in told').length === 2, 10_000))
+  t.same(lines.filter(({ message }) => message === 'stand-in told').map(({ object }) => object.received), ['pause', 'wake'],
+    'two wakes in one turn are one message, posted on the next turn')
+  await obedient.stop(10_000)
+  t.notOk(lines.some(({ level }) => level === 'error'), 'a thread stopped is not started again')
+  await obedient.stop(10_000)
+
+  const deaf = new DeliveryThread({ data: { ...data, mode: 'deaf' } as never, log, entry: STAND_IN, stopMarginMs: 200, onAttempt () {} })
+  deaf.start()
+  t.ok(await eventually(() => lines.filter(({ message }) => message === 'stand-in started').length === 2, 30_000))
+  const start = performance.now()
+  await deaf.stop(100)
+  const took = performance.now() - start
+  t.ok(took >= 250 && took < 5000, `ended after ${Math.round(took)} ms (drainMs 100 + margin 200)`)
+})
+
+t.test('a stop while the thread waits to be started again ends the wait', async (t) => {
+  const { lines, log } = recordingLog()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 60_000, onAttempt () {} })
+  thread.start()
+  t.ok(await eventually(() => lines.some(({ level }) => level === 'error'), 30_000))
+  // Told while no thread runs: nothing to tell.
+  thread.wake()
+  thread.pause()
+  await sleep(10)
+  await thread.stop(100)
+  await sleep(100)
+  t.equal(lines.filter(({ message }) => message === 'stand-in started').length, 1, 'not started again')
+})
+
+t.test('the thread\'s module: beside the host (compiled or source), else the bundle\'s dist/webhook-delivery.mjs', async (t) => {
+  const dir = t.testdir({ compiled: { 'delivery-thread.js': '' }, dist: { chunks: {}, 'webhook-delivery.mjs': '' }, none: {} })
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'compiled/thread-host.js')).href).pathname, join(dir, 'compiled/delivery-thread.js'))
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'dist/chunks/plugin-X.mjs')).href).pathname, join(dir, 'dist/webhook-delivery.mjs'))
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'dist/server.mjs')).href).pathname, join(dir, 'dist/webhook-delivery.mjs'))
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'none/thread-host.js')).href).pathname, join(dir, 'none/delivery-thread.js'), 'none found: the first, whose failure is logged')
+  mkdirSync(join(dir, 'source'))
+  writeFileSync(join(dir, 'source/delivery-thread.ts'), '')
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'source/thread-host.ts')).href).pathname, join(dir, 'source/delivery-thread.ts'))
+})

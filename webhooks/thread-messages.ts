@@ -1,0 +1,21 @@
+import type { AttemptOutcome } from '../stores/outbox.js'
+import type { WebhooksOptions } from './config.js'
+
+/** What the delivery thread is started with: plain data, copied into the thread. */
+export interface DeliveryThreadData {
+  /** The store's URL (sqlite:<path> or postgres://…): the thread opens its own connection to it. */
+  store: string
+  /** The PostgreSQL store's table settings (its pool is the thread's own, and small). */
+  postgres?: Record<string, unknown> | undefined
+  webhooks: WebhooksOptions
+}
+
+export type LogLevel = 'warn' | 'info'
+
+/** The API thread to the delivery thread. */
+export type ToThread = { kind: 'wake' } | { kind: 'pause' } | { kind: 'stop', drainMs: number }
+
+/** The delivery thread to the API thread: attempts for the metrics, log lines for its log. */
+export type FromThread =
+  | { kind: 'attempts', attempts: Array<[endpoint: string, outcome: AttemptOutcome, seconds: number]> }
+  | { kind: 'log', level: LogLevel, object: object, message: string }
