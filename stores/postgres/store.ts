@@ -138,9 +138,9 @@ async function checkShape (client: pg.PoolClient, name: TableName) {
 }
 
 /**
- * Creates the table (and its schema, when the options name one) when it is not there, records the
- * schema version (schema-version.ts), then checks that the table is one the store can use. A
- * database a newer release wrote is refused. A table named without a schema is given the one the
+ * Creates the table (and its schema, when the options name one) when it is not there, checks that
+ * it is one the store can use, then records the schema version (schema-version.ts). A database a
+ * newer release wrote is refused. A table named without a schema is given the one the
  * search_path gives it now, for good: a search_path changed later (another `plants` put first)
  * does not move the store.
  */
@@ -163,13 +163,14 @@ async function migrate (client: pg.PoolClient, name: TableName, makeSchema: bool
       if (makeSchema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
       await client.query(createTableSql(name))
     }
+    // Nothing is written beside a table that is not the store's (a host's own `plants`).
+    await checkShape(client, name)
     if (recorded === null || recorded < SCHEMA_VERSION) await recordVersion(client, name, versioned, present)
     await client.query('COMMIT')
   } catch (error) {
     await client.query('ROLLBACK').catch(ignore)
     throw (error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE ? new PostgresFailure('table', privilegeError(error as Error)) : error
   }
-  await checkShape(client, name)
 }
 
 /**

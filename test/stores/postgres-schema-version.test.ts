@@ -30,3 +30,10 @@ t.test('a newer version is refused when the store opens, naming the table and wh
   })
   t.strictSame(await sqlOn(url, 'SELECT version FROM garden_schema_version'), [{ version: 2 }])
 })
+
+t.test('a table that is not the store\'s is refused, and nothing is written beside it', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  await sqlOn(url, 'CREATE TABLE plants (sku text PRIMARY KEY)')
+  await t.rejects(openPostgresStore(url), { message: /^plant-store: the PostgreSQL table public\.plants is not one plant-store can use/ })
+  t.strictSame(await sqlOn(url, "SELECT to_regclass('plants_schema_version') AS version_table"), [{ version_table: null }])
+})
