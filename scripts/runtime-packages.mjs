@@ -22,3 +22,32 @@ export const TRACING = [
   '@fastify/otel', '@opentelemetry/api', '@opentelemetry/context-async-hooks', '@opentelemetry/core',
   '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-trace'
 ]
+
+/**
+ * Driver majors the lockfile does not hold (it holds the one this machine's Node runs), at the
+ * version test:node-lines tests, as the runtime folder's lockfile records them with their
+ * dependencies. better-sqlite3 13 ships its Node-API builds in its package: nothing to compile or
+ * download at install.
+ */
+export const UNLOCKED_DRIVERS = {
+  'better-sqlite3': {
+    13: {
+      'node_modules/better-sqlite3': {
+        version: '13.2.0',
+        integrity: 'sha512-Z8Q/9x/uNyKxA1v4FNodyItRVRw1TeKBrmj32JhxhR0ceNcBY+wMobt/Bv7M7TzwPAXjnZRtNaEsATnUZSKWZQ==',
+        license: 'MIT',
+        dependencies: { 'node-addon-api': '^8.0.0' },
+        engines: { node: '>=22' }
+      },
+      'node_modules/node-addon-api': {
+        version: '8.9.2',
+        integrity: 'sha512-VijLXbi3UACN69I0JVXJsX4tjACjNoQDgv2gTF6sx2wWEi8tkSg2eX8p5gSIFi8z2+DL3oHmY6OyKce38SDolg==',
+        license: 'MIT',
+        engines: { node: '^18 || ^20 || >= 21' }
+      }
+    }
+  }
+}
+
+/** The command that starts the service in the runtime folder (its `npm start`, a container's CMD). */
+export const START_COMMAND = ['node', 'server.mjs']

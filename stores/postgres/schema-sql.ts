@@ -1,11 +1,13 @@
 import { createTableSql, DEFAULT_TABLE, type TableName } from './table.js'
 import { createOutboxSql, outboxTables } from './outbox.js'
+import { createVersionTableSql, recordVersionSql } from './schema-version.js'
 
 /**
- * Every statement the store runs to make its tables (the plants and, with webhooks on, the outbox),
- * as one script: for a database administrator to run once when the service's role may not CREATE.
+ * Every statement the store runs to make its tables (the plants, its schema version and, with
+ * webhooks on, the outbox), as one script: for a database administrator to run once when the
+ * service's role may not CREATE, and again to upgrade when a new release says so.
  */
 export function schemaSql (name: TableName = { table: DEFAULT_TABLE }): string {
-  return [createTableSql(name), ...createOutboxSql(outboxTables(name), name)]
+  return [createTableSql(name), createVersionTableSql(name), recordVersionSql(name), ...createOutboxSql(outboxTables(name), name)]
     .map((statement) => `${statement.replace(/\n\s+/g, '\n  ')};\n`).join('')
 }

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { exitWithin, SERVER_ENTRY, serverEnv, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
@@ -16,6 +17,9 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
     const [code] = await once(child, 'exit') as [number | null]
     t.equal(code, 0, 'schema-sql exits 0')
     t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants" \(id int8 PRIMARY KEY, name text NOT NULL, tag text\);\n/)
+    t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants_schema_version" .*;\nINSERT INTO "plants_schema_version" /m, 'with the schema version')
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+    t.equal(/which prints:\n\n```sql\n([^`]*)```/.exec(readme)?.[1], sql, 'the README shows what it prints')
 
     const url = await freshDatabase(t)
     await sqlOn(url, sql)
@@ -27,6 +31,7 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
       method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('7', 'fern')
     })
     t.equal(created.status, 200, 'a create succeeds as the role without CREATE')
+    t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 1 }], 'the schema version the SQL recorded')
     t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":7')), 30_000), 'and its webhook is delivered')
     server.child.kill('SIGTERM')
     t.same(await exitWithin(server, 15_000), { code: 0, signal: null })

@@ -5,11 +5,21 @@ import { exitWithin, spawnServer, startServer } from '../helpers/server-process.
 import { plantBody } from '../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
+import { schemaSql } from '../../stores/postgres/schema-sql.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
 import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'
 
 const OLD_IDS = ['1', '2', '9007199254740993']
+const REFUSAL_TAIL = '; set DATABASE_URL to a writable sqlite:<path>, a reachable postgres:// database or memory:.\n'
+
+/** A database as the previous release left it: its tables and OLD_IDS stored. */
+async function previousReleaseDatabase (t: Test): Promise<string> {
+  const url = await freshDatabase(t)
+  await sqlOn(url, PREVIOUS_POSTGRES_DDL)
+  for (const id of OLD_IDS) await sqlOn(url, 'INSERT INTO plants (id, name) VALUES ($1, $2)', [id, `old ${id}`])
+  return url
+}
 
 /** This release started on data the previous one wrote: its plants served, a create delivered as a webhook. */
 async function assertServesPreviousData (t: Test, databaseUrl: string) {
@@ -53,11 +63,41 @@ t.test('SQLite: a file from a newer release is refused with one line', async (t)
   after.close()
 })
 
-t.test('PostgreSQL: a database the previous release wrote is served, webhooks working', { skip: await postgresSkip() }, async (t) => {
-  const url = await freshDatabase(t)
-  await sqlOn(url, PREVIOUS_POSTGRES_DDL)
-  for (const id of OLD_IDS) await sqlOn(url, 'INSERT INTO plants (id, name) VALUES ($1, $2)', [id, `old ${id}`])
+t.test('PostgreSQL: a database the previous release wrote is upgraded and served, webhooks working', { skip: await postgresSkip() }, async (t) => {
+  const url = await previousReleaseDatabase(t)
   await assertServesPreviousData(t, url)
+  t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 1 }], 'its schema version is recorded')
+})
+
+t.test('PostgreSQL: a database the previous release wrote is served to a role that may not CREATE; the version is recorded once an administrator runs schema-sql',
+  { skip: await postgresSkip() }, async (t) => {
+    const url = await previousReleaseDatabase(t)
+    const asRole = await roleWithoutCreate(t, url)
+    await assertServesPreviousData(t, asRole)
+    t.strictSame(await sqlOn(url, "SELECT to_regclass('plants_schema_version') AS version_table"), [{ version_table: null }], 'nothing made')
+    await sqlOn(url, schemaSql())
+    t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 1 }], 'recorded by the printed SQL')
+  })
+
+t.test('PostgreSQL: a database from a newer release is refused with one line, and left as it was', { skip: await postgresSkip() }, async (t) => {
+  const url = await previousReleaseDatabase(t)
+  await sqlOn(url, schemaSql())
+  await sqlOn(url, 'UPDATE plants_schema_version SET version = 7')
+  const server = spawnServer(t, { DATABASE_URL: url })
+  t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
+  t.equal(server.stderr(), 'Invalid configuration: DATABASE_URL cannot be opened (PostgreSQL: plant-store: the PostgreSQL table "public"."plants_schema_version": ' +
+    'schema version 7 was written by a newer plant-store (this one knows up to 1): run that release, or restore a backup taken before the upgrade)' + REFUSAL_TAIL)
+  t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 7 }], 'the version is left as it was')
+  t.equal((await sqlOn(url, 'SELECT id FROM plants')).length, OLD_IDS.length, 'and the plants')
+})
+
+t.test('PostgreSQL: a new database and a role that may not CREATE: refused with one line naming the command to run', { skip: await postgresSkip() }, async (t) => {
+  const url = await freshDatabase(t)
+  const server = spawnServer(t, { DATABASE_URL: await roleWithoutCreate(t, url) })
+  t.same(await exitWithin(server, 60_000), { code: 1, signal: null }, 'the service does not start')
+  t.equal(server.stderr(), 'Invalid configuration: DATABASE_URL cannot be opened (PostgreSQL: plant-store: the PostgreSQL tables cannot be made or upgraded ' +
+    'by the database user (permission denied for schema public): have an administrator run the SQL that `node server.mjs schema-sql` prints, ' +
+    'then start plant-store again)' + REFUSAL_TAIL)
 })
 
 t.test('PostgreSQL: the previous release\'s outbox, for a role that may not alter it, is refused with one line saying what to run',

@@ -29,5 +29,5 @@ test('17.3 and 17.4: on the host\'s own pg.Pool, a host table named plants is re
   // The plugin closed its store, not the host's pool, and wrote nothing outside its schema.
   assert.deepEqual((await pool.query('SELECT id::text, name FROM garden.plants')).rows, [{ id: '9007199254740993', name: 'Ivy' }])
   assert.deepEqual((await pool.query("SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema IN ('public', 'garden') ORDER BY 1")).rows,
-    [{ t: 'garden.plants' }, { t: 'public.plants' }])
+    [{ t: 'garden.plants' }, { t: 'garden.plants_schema_version' }, { t: 'public.plants' }])
 })
