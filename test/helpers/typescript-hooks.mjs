@@ -21,8 +21,9 @@ export async function resolve (specifier, context, nextResolve) {
 export async function load (url, context, nextLoad) {
   if (!TYPESCRIPT.test(url)) return nextLoad(url, context)
   const file = fileURLToPath(url)
+  // The running Node as the target: syntax it has (import attributes) is kept as written.
   const { code } = await transform(await readFile(file, 'utf8'), {
-    loader: 'ts', format: 'esm', target: 'node20', sourcemap: 'inline', sourcefile: file
+    loader: 'ts', format: 'esm', target: `node${process.versions.node}`, sourcemap: 'inline', sourcefile: file
   })
   return { format: 'module', source: code, shortCircuit: true }
 }
