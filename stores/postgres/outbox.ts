@@ -32,6 +32,8 @@ type Tables = ReturnType<typeof outboxTables>
 export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
     type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL, trace_context text)`,
+  // An events table an earlier release made has no trace_context: the same script upgrades it.
+  `ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS trace_context text`,
   `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,
     attempts int4 NOT NULL, due_at timestamptz NOT NULL, claim uuid, PRIMARY KEY (seq, endpoint))`,
   `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_pending`)} ON ${deliveries} (endpoint, due_at) WHERE state = 'pending'`,
