@@ -86,14 +86,11 @@ t.test('backup refuses an existing destination, a store that is not SQLite, and 
   const dir = t.testdir({})
   const source = join(dir, 'plants.db')
   new Database(source).close()
-  // The three at once: each start-up pays for the TypeScript loader.
-  const [existing, postgres, usage] = await Promise.all([
-    command(['backup', source], { DATABASE_URL: `sqlite:${source}` }),
-    command(['backup', join(dir, 'b.db')], { DATABASE_URL: 'postgres://127.0.0.1/x' }),
-    command(['restore'], {})
-  ])
+  const existing = await command(['backup', source], { DATABASE_URL: `sqlite:${source}` })
   t.same([existing.code, existing.stderr], [1, `Backup failed: ${source} already exists: give a new path\n`])
+  const postgres = await command(['backup', join(dir, 'b.db')], { DATABASE_URL: 'postgres://127.0.0.1/x' })
   t.same([postgres.code, postgres.stderr], [1, 'backup copies a SQLite store; DATABASE_URL is not sqlite:<path> (for PostgreSQL use pg_dump)\n'])
+  const usage = await command(['restore'], {})
   t.equal(usage.code, 1)
   t.match(usage.stderr, /^Usage: node server\.mjs backup <destination file>/)
   t.notOk(existsSync(join(dir, 'b.db')), 'nothing is written on a refusal')
