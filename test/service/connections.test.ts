@@ -61,6 +61,21 @@ t.test('at the limit with only known clients\' idle connections, the oldest of t
   known[1]!.socket.destroy()
 })
 
+t.test('at the limit with many idle strangers, the oldest makes room without a scan of them all', async (t) => {
+  // More idle connections than the scan looks at for a stalling one (64): it stops and takes the oldest idle.
+  const { port } = await listening(t, {}, { maxConnections: 80 })
+  const idle: Client[] = []
+  for (let count = 0; count < 79; count++) idle.push(await client(port))
+  await sleep(50)
+  const newcomer = await client(port)
+  t.ok(await settlesWithin(idle[0]!.closed, 1000), 'the oldest idle connection made room')
+  t.notOk(await settlesWithin(idle[1]!.closed, 200), 'the next one stays')
+  newcomer.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await newcomer.closed
+  t.same(answers(newcomer.received()), [200], 'the newcomer is answered')
+  for (const { socket } of idle) socket.destroy()
+})
+
 t.test('when every connection owes an answer, a new one is refused', async (t) => {
   const { port } = await listening(t, {}, { maxConnections: 2 })
   const busy: Client[] = []
