@@ -29,6 +29,8 @@ interface Connection {
   ending: boolean
   /** Accepted so recently that the server has not yet read what its client sent: it may not make room. */
   fresh: boolean
+  /** When it was accepted (Date.now()). */
+  openedAt: number
   /** Accepted while strangers held their whole share: it may stay only as a known client's. */
   overShare: boolean
   /** When the body of the request being read began, and the bytes read then. */
@@ -44,6 +46,9 @@ const OVER_SHARE_RETRY_AFTER = '1'
 const LINGER = 2000
 // How many of the oldest strangers are looked at for one that stalls, once one that owes nothing is found.
 const STALLING_SCAN = 64
+// A new connection that has sent nothing yet is spared this long: its client's request may be on
+// its way (a busy client, a loaded machine); a flood's silent sockets go after it.
+const SILENT_GRACE = 200
 // How many times within `bodyRateGrace` the bodies being read are checked: it acts within 10 %.
 const BODY_CHECKS_PER_GRACE = 10
 
@@ -108,11 +113,12 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
    * owes nothing (a new client that has not yet sent its request is among those: it goes after
    * every stalling one). Each oldest first, and none so fresh that what its client sent may be unread.
    */
-  function weakestStranger (): Connection | undefined {
+  function weakestStranger (graceForSilent = true): Connection | undefined {
+    const now = graceForSilent ? Date.now() : Infinity
     let idle: Connection | undefined
     let seen = 0
     for (const connection of strangers) {
-      if (connection.fresh) continue
+      if (connection.fresh || (connection.socket.bytesRead === 0 && now - connection.openedAt < SILENT_GRACE)) continue
       if (stalls(connection)) return connection
       if (idle === undefined && owesNothing(connection)) idle = connection
       // A flood's connections are the oldest: past these, a flood of idle ones costs no full scan.
@@ -123,7 +129,8 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
 
   /** The connection with the weakest claim on its slot: a stranger's, then a known client's that owes nothing, least recently used first. */
   function weakest (): Connection | undefined {
-    const stranger = weakestStranger()
+    // A stranger, even one still spared for its silence, goes before a known client's connection.
+    const stranger = weakestStranger() ?? weakestStranger(false)
     if (stranger !== undefined) return stranger
     for (const connection of known) if (!connection.fresh && owesNothing(connection)) return connection
   }
@@ -145,7 +152,7 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     server.on('drop', makeRoom)
   }
   server.on('connection', (socket: Socket) => {
-    const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, overShare: false, bodySince: 0, bodyFrom: 0 }
+    const connection: Connection = { socket, inFlight: 0, quietAt: 0, ending: false, fresh: true, openedAt: Date.now(), overShare: false, bodySince: 0, bodyFrom: 0 }
     open.set(socket, connection)
     strangers.add(connection)
     socket.once('close', () => {

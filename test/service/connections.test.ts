@@ -25,7 +25,7 @@ t.test('at the connection limit, the oldest connection that owes nothing makes r
   const silent = await client(port)
   const idle = await client(port)
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
-  await sleep(50)
+  await sleep(300) // past the 200 ms a connection that has sent nothing is spared
   const fourth = await client(port)
   t.ok(await settlesWithin(silent.closed, 1000), 'the fourth connection closed the oldest that owed nothing: the silent one')
   const fifth = await client(port)
@@ -66,7 +66,7 @@ t.test('at the limit with many idle strangers, the oldest makes room without a s
   const { port } = await listening(t, {}, { maxConnections: 80 })
   const idle: Client[] = []
   for (let count = 0; count < 79; count++) idle.push(await client(port))
-  await sleep(50)
+  await sleep(300) // past the 200 ms a connection that has sent nothing is spared
   const newcomer = await client(port)
   t.ok(await settlesWithin(idle[0]!.closed, 1000), 'the oldest idle connection made room')
   t.notOk(await settlesWithin(idle[1]!.closed, 200), 'the next one stays')
@@ -170,4 +170,16 @@ t.test('CONNECTION_TIMEOUT closes a connection whose client does not read its an
   }
   t.equal(open, 0, 'closed soon after the timeout')
   reader.socket.destroy()
+})
+
+t.test('beyond the tokenless share, a new connection that has sent nothing yet is spared a moment: its request may be on its way', async (t) => {
+  const { port } = await listening(t, {}, { maxConnections: 10, maxTokenless: 1 })
+  const quiet = await client(port)
+  await sleep(20)
+  const second = await client(port)
+  t.notOk(await settlesWithin(quiet.closed, 100), 'within the grace, the quiet one is not taken for a silent one')
+  quiet.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+  await quiet.closed
+  t.same(answers(quiet.received()), [200], 'its request, sent late, is answered')
+  second.socket.destroy()
 })
