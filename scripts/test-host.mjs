@@ -92,6 +92,10 @@ function checkShippedModules (shipped) {
     for (const [, specifier] of code.matchAll(/(?:from|import\()\s*['"](\.{1,2}\/[^'"]+)['"]/g)) {
       pending.push(posix.join(posix.dirname(file), specifier))
     }
+    // A module started by file name beside this one, in this one's own extension (a worker thread's).
+    for (const [, name] of code.matchAll(/new URL\(`(\.{1,2}\/[\w./-]+)\$\{extension\}`/g)) {
+      pending.push(posix.join(posix.dirname(file), `${name}.js`))
+    }
   }
   const shippedModules = new Set(shipped.filter((path) => path.endsWith('.js')))
   const missing = [...reached].filter((path) => !shippedModules.has(path))

@@ -14,7 +14,7 @@ const SHIPPED_FOLDERS = ['src', 'errors', 'plugins', 'routes', 'schemas', 'store
 const SERVICE_ONLY = ['service', 'bench', 'test']
 
 // Modules in shipped folders that only the service uses (test:host checks no export reaches them).
-const SERVICE_DOORS = ['src/service-api', 'stores/postgres/schema-sql', 'stores/sqlite/backup']
+const SERVICE_DOORS = ['src/service-api', 'src/delivery-only', 'stores/postgres/schema-sql', 'stores/sqlite/backup']
 
 t.test('package.json files is the short positive list of the shipped folders, less the service\'s own modules in them', async (t) => {
   t.same(packageJson.files, [
