@@ -13,3 +13,21 @@ export async function settlesWithin (promise: Promise<unknown>, ms: number): Pro
 export function median (values: number[]): number {
   return values.toSorted((a, b) => a - b)[values.length >> 1] ?? NaN
 }
+
+/**
+ * A clock the test moves by hand, for code that takes a `schedule(fn, ms)` (returning a cancel):
+ * each pending timer fires when the test says so, whatever its delay.
+ */
+export function manualClock () {
+  const pending = new Set<() => void>()
+  return {
+    schedule: (fn: () => void) => {
+      const timer = () => { pending.delete(timer); fn() }
+      pending.add(timer)
+      return () => { pending.delete(timer) }
+    },
+    /** Fires the timers pending now: one interval passes. */
+    tick: () => { for (const timer of [...pending]) timer() },
+    pending: () => pending.size
+  }
+}

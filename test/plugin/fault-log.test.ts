@@ -3,21 +3,7 @@ import t, { type Test } from 'tap'
 import { reasonOf, ServiceOverloadedError, StoreUnavailableError } from '../../errors/index.js'
 import errorHandler from '../../plugins/error-handler.js'
 import { collectLogs } from '../helpers/app.js'
-
-/** A clock the test moves by hand: each pending timer fires when the test says so. */
-function manualClock () {
-  const pending = new Set<() => void>()
-  return {
-    schedule: (fn: () => void) => {
-      const timer = () => { pending.delete(timer); fn() }
-      pending.add(timer)
-      return () => { pending.delete(timer) }
-    },
-    /** Fires the timers pending now: one interval passes. */
-    tick: () => { for (const timer of [...pending]) timer() },
-    pending: () => pending.size
-  }
-}
+import { manualClock } from '../helpers/time.js'
 
 /** A bare app with the error handler on a clock of the test's, whose route throws `failure()`. */
 async function appFailingWith (t: Test, failure: () => unknown) {
