@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { guardStore } from './guard.js'
 import { createMemoryStore } from './memory/store.js'
 import { hasOutbox, type OutboxOptions, type WebhookOutbox } from './outbox.js'
+import type { Schedule } from '../plugins/log-repeats.js'
 import { Readiness } from './readiness.js'
 import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
 import type { PostgresStoreOptions } from './postgres/store.js'
@@ -119,10 +120,12 @@ export interface StoreOptions {
   postgres?: Omit<PostgresStoreOptions, 'log'>
   /** Wraps the store the routes use, e.g. to time its operations. */
   wrap?: (store: PlantStore) => PlantStore
+  /** When the readiness changes after a logged one are summed up (a test's clock); a timer by default. */
+  schedule?: Schedule
 }
 
 /** The store the routes use: the given or opened one, its failures classified, then wrapped. */
-export default fp<StoreOptions>(async function store (fastify, { store, postgres, wrap = (plain) => plain }) {
+export default fp<StoreOptions>(async function store (fastify, { store, postgres, wrap = (plain) => plain, schedule }) {
   const owned = typeof store === 'string' || isPool(store)
   // The store's own warnings (a table turned unusable) go to the app's log.
   const log = { warn: (message: string) => fastify.log.warn(message), info: (message: string) => fastify.log.info(message) }
@@ -135,7 +138,7 @@ export default fp<StoreOptions>(async function store (fastify, { store, postgres
   }
   fastify.decorate(DECORATOR, plantStore)
   fastify.decorate(OUTBOX_DECORATOR, hasOutbox(opened) ? (options: OutboxOptions) => opened.openOutbox(options) : undefined)
-  const readiness = new Readiness(fastify.log)
+  const readiness = new Readiness(fastify.log, schedule)
   fastify.decorate(READINESS_DECORATOR, readiness)
   // A store down at start says so once, now. Not awaited: a store that does not answer must not
   // hold up the start (nor count in the wrapped store's metrics); the close waits for it.
@@ -143,6 +146,7 @@ export default fp<StoreOptions>(async function store (fastify, { store, postgres
   // onClose runs once the server has stopped and the requests in flight are answered.
   fastify.addHook('onClose', async () => {
     await probed
+    readiness.flush()
     if (owned) await plantStore.close()
   })
 }, { name: 'plant-store-store' })
