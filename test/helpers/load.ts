@@ -50,12 +50,6 @@ export function assertUnavailable (t: Test, answer: Pick<Answer, 'status' | 'tex
   t.ok(isStoreUnavailable(found), `${label}: 503 Error-shaped, the store is unavailable`, { found })
 }
 
-/**
- * Server settings that turn load shedding (the event-loop delay limit) off: tests that count 200s
- * and store 503s must not get an "overloaded" 503 because a busy machine stalled a start-up.
- */
-export const NO_LOAD_SHEDDING = { PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
-
 /** Compares decimal int64 texts numerically. */
 export const byNumericId = (a: string, b: string) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0)
 
@@ -84,7 +78,7 @@ export async function assertCreatesSurviveSigkill (t: Test, databaseUrl: string,
   const { total = 300, concurrency = 16 } = options
   const token = 'durability-token'
   const headers = { authorization: `Bearer ${token}` }
-  const env: EnvOverrides = { ...NO_LOAD_SHEDDING, DATABASE_URL: databaseUrl, API_TOKENS: token }
+  const env: EnvOverrides = { DATABASE_URL: databaseUrl, API_TOKENS: token }
 
   /** Distinct ids: small ones, ones past 2^53 (a double would round them), and both ends of int64. */
   const idFor = (index: number): string => {

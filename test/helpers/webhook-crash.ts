@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { exitWithin, startServer, type EnvOverrides, type ServerProcess } from './server-process.js'
-import { listedIds, NO_LOAD_SHEDDING, plantBody } from './load.js'
+import { listedIds, plantBody } from './load.js'
 import { startReceiver } from './receiver.js'
 import { eventually, newSecret, verifyDelivery } from './webhooks.js'
 
@@ -41,7 +41,6 @@ export async function slowReceiver (t: Test, slowMs: number) {
 
 export function webhookEnv (databaseUrl: string, url: string, secret: string): EnvOverrides {
   return {
-    ...NO_LOAD_SHEDDING,
     DATABASE_URL: databaseUrl,
     API_TOKENS: TOKEN,
     WEBHOOK_URL: url,

@@ -6,7 +6,6 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { TOKEN } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { slowReceiver } from '../helpers/webhook-crash.js'
 import { eventually } from '../helpers/webhooks.js'
 
@@ -23,9 +22,7 @@ t.test('the bundled server answers plants on SQLite, delivers their events from 
   })
   execFileSync(process.execPath, ['scripts/bundle.mjs', '--entry', 'service/server.ts', '--outdir', outdir], { cwd: ROOT })
   const receiver = await slowReceiver(t, 0)
-  // Not shed: the first request may find the start-up's delay on a loaded machine, as in the other webhook tests.
   const server = await startServer(t, {
-    ...NO_LOAD_SHEDDING,
     DATABASE_URL: `sqlite:${join(data, 'plants.db')}`,
     API_TOKENS: TOKEN,
     WEBHOOK_URL: receiver.url,

@@ -6,7 +6,7 @@
 import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { NO_LOAD_SHEDDING, send } from '../helpers/load.js'
+import { send } from '../helpers/load.js'
 import { exitWithin, linesOf, spawnServer, startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-connection-flood'
@@ -38,7 +38,7 @@ async function flood (url: string, count: number): Promise<Flood> {
 }
 
 t.test(`${FLOOD} connections against ${FD_LIMIT} file descriptors: a new client is still answered, and the process lives`, async (t) => {
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN }, { fdLimit: FD_LIMIT })
+  const server = await startServer(t, { API_TOKENS: TOKEN }, { fdLimit: FD_LIMIT })
   const attack = await flood(server.url, FLOOD)
   t.teardown(() => { for (const socket of attack.sockets) socket.destroy() })
   // The samplers (memory, event loop) run every second: let them run twice with the flood held.

@@ -8,7 +8,6 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { attack, running } from '../helpers/flood.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 import { newSecret } from '../helpers/webhooks.js'
 
@@ -39,7 +38,6 @@ t.test(`${SCRAPERS} scrapers against ${BACKLOG} pending deliveries on SQLite: au
   const file = join(t.testdir({}), 'plants.db')
   // An endpoint nothing listens at: its deliveries stay pending.
   const server = await startServer(t, {
-    ...NO_LOAD_SHEDDING,
     API_TOKENS: TOKEN,
     DATABASE_URL: `sqlite:${file}`,
     WEBHOOK_URL: 'http://127.0.0.1:9/hook',

@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { PlantExistsError } from '../../errors/index.js'
 import { openPostgresStore } from '../../stores/postgres/store.js'
-import { isErrorShaped, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
+import { isErrorShaped, plantBody, send, type Answer } from '../helpers/load.js'
 import { connect as connectTo, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 import { median } from '../helpers/time.js'
@@ -46,7 +46,7 @@ const neither200Nor409 = (answers: Answer[]) =>
 
 t.test('two instances creating the same ids in opposite orders: each id 200 once, 409 otherwise, nothing else', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
-  const env = { ...NO_LOAD_SHEDDING, DATABASE_URL: url, API_TOKENS: TOKEN }
+  const env = { DATABASE_URL: url, API_TOKENS: TOKEN }
   const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
   const groups = 10
   const size = 100
@@ -93,7 +93,7 @@ t.test('two stores (two instances\' pools) with batches of the same ids in oppos
 
 t.test('a row held by another session fails its own create only, not the others of its batch', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: url, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: url, API_TOKENS: TOKEN })
   t.equal((await create(server, 1, 'first')).status, 200, 'the table is there')
   const blocker = await connectTo(url)
   t.teardown(() => blocker.end())

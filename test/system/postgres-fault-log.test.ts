@@ -6,7 +6,7 @@ import { once } from 'node:events'
 import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { assertFaultsSummarised, readinessLines } from '../helpers/fault-log.js'
-import { NO_LOAD_SHEDDING, plantBody, send } from '../helpers/load.js'
+import { plantBody, send } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
@@ -28,7 +28,7 @@ const noStack = (lines: unknown[]) => !lines.some((line) => JSON.stringify(line)
 
 t.test('PostgreSQL refusing connections from the start: one start-up warning, then a line a second', async (t) => {
   const url = `postgres://postgres@127.0.0.1:${await refusingPort()}/test`
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: url, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: url, API_TOKENS: TOKEN })
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)
   const warning = await server.waitForLog(({ msg }) => msg?.includes('/readyz') === true, 10_000).catch(() => undefined)
   t.match(warning, { level: 40, reason: /ECONNREFUSED/ }, 'a warning at start says the store does not answer, and why', { found: warning })
@@ -45,7 +45,7 @@ t.test('a real PostgreSQL cut off, then back: a warning, a line a second, then o
   const url = new URL(await freshDatabase(t))
   const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
   url.host = `127.0.0.1:${proxy.port}`
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: url.href, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: url.href, API_TOKENS: TOKEN })
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)
   t.equal((await request('POST', '/plants', plantBody('1', 'before'))).status, 200, 'a create before')
   t.equal((await request('GET', '/readyz')).status, 200, 'ready')

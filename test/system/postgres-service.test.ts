@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import {
-  assertCreatesSurviveSigkill, assertUnavailable, isErrorShaped, isStoreUnavailable, listedIds, NO_LOAD_SHEDDING, plantBody, send,
+  assertCreatesSurviveSigkill, assertUnavailable, isErrorShaped, isStoreUnavailable, listedIds, plantBody, send,
   type Answer
 } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
@@ -22,7 +22,7 @@ const create = (server: ServerProcess, id: string, name: string, tag?: string) =
 const isAlive = (server: ServerProcess) => server.child.exitCode === null && server.child.signalCode === null
 
 t.test('two instances on one database: one id, one plant, and each sees what the other wrote', { skip: pgSkip }, async (t) => {
-  const env = { ...NO_LOAD_SHEDDING, DATABASE_URL: await freshDatabase(t), API_TOKENS: TOKEN }
+  const env = { DATABASE_URL: await freshDatabase(t), API_TOKENS: TOKEN }
   // Started together: both migrate the new database at once.
   const servers = await Promise.all([startServer(t, env), startServer(t, env)])
   const [a, b] = servers
@@ -71,8 +71,8 @@ t.test('a database outage: 503 within 2 s, no crash, and service again once it i
   const [[runningUrl, runningProxy], [downUrl, downProxy]] = await Promise.all([proxied(running), proxied(startedDown)])
   downProxy.down()
   const [server, late] = await Promise.all([
-    startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: runningUrl, API_TOKENS: TOKEN }),
-    startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: downUrl, API_TOKENS: TOKEN })
+    startServer(t, { DATABASE_URL: runningUrl, API_TOKENS: TOKEN }),
+    startServer(t, { DATABASE_URL: downUrl, API_TOKENS: TOKEN })
   ])
 
   /**

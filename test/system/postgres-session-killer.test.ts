@@ -6,7 +6,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { failureLines } from '../helpers/fault-log.js'
-import { isStoreUnavailable, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
+import { isStoreUnavailable, plantBody, send, type Answer } from '../helpers/load.js'
 import { connect, freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -16,7 +16,7 @@ const KILL_FOR_MS = 6000
 t.test('every session of the service killed every ~2 ms for 6 s: the process lives, 503 meanwhile, ready after', { skip: await postgresSkip() }, async (t) => {
   const url = await freshDatabase(t)
   const database = new URL(url).pathname.slice(1)
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: url, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: url, API_TOKENS: TOKEN })
   const state = { exited: false, killing: true }
   server.exited.then(() => { state.exited = true }, () => {})
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process'
 import { request } from 'node:http'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { NO_LOAD_SHEDDING, pool } from '../helpers/load.js'
+import { pool } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-refused-flood'
@@ -74,7 +74,7 @@ function answered (url: string, method: string, path: string, status: number, bo
 t.test(`${FLOOD} flood sockets of refused requests against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh legitimate requests are answered`, async (t) => {
   // Here the flood and the legitimate client share one address, which the failed-authentication
   // limit would rightly refuse as a whole: it is off, to measure connections alone.
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS), AUTH_FAILURE_MAX: '0' })
+  const server = await startServer(t, { API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS), AUTH_FAILURE_MAX: '0' })
   const stop = refusedFlood(t, server.url, FLOOD)
   // Every connection is taken by the flood, and its first drips have come.
   await sleep(1500)

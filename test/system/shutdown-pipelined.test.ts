@@ -9,7 +9,6 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-shutdown-pipelined'
@@ -68,7 +67,7 @@ function pipeline (url: string, connection: number, onAnswer: () => void): Promi
 t.test(`SIGTERM with ${CONNECTIONS} x ${PER_CONNECTION} pipelined creates: answered 200 if and only if stored, exit 0`, async (t) => {
   const file = join(t.testdir({}), 'plants.db')
   const server = await startServer(t, {
-    ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT)
+    DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN, SHUTDOWN_TIMEOUT: String(SHUTDOWN_TIMEOUT)
   })
 
   let answered = 0

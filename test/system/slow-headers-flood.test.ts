@@ -7,7 +7,6 @@
  */
 import t from 'tap'
 import { assertServed, attack, freshAnswered, keepAliveClient } from '../helpers/flood.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-slow-headers-flood'
@@ -46,7 +45,7 @@ function slowHeaders (port: number, count: number, dripInterval: number, reconne
 }
 
 t.test(`${FLOOD} slowloris sockets against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh requests are answered, a keep-alive client keeps working`, async (t) => {
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
+  const server = await startServer(t, { API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
   const port = Number(new URL(server.url).port)
   // The client's connections are open and answered before the flood begins, as a running client's are.
   const warm = await keepAliveClient(server.url, TOKEN, CLIENT_CONNECTIONS, 200, ANSWER_TIMEOUT)

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { assertFaultsSummarised } from '../helpers/fault-log.js'
-import { isStoreUnavailable, NO_LOAD_SHEDDING, plantBody, send, type Answer } from '../helpers/load.js'
+import { isStoreUnavailable, plantBody, send, type Answer } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 import { holdWriteLock } from '../helpers/sqlite-lock.js'
 
@@ -14,8 +14,8 @@ const slowest = (answers: Answer[]) => Math.round(Math.max(...answers.map(({ ela
 
 t.test('a file another process holds the write lock of: writes 503 quickly, health and reads keep answering', async (t) => {
   const file = join(t.testdir(), 'plants.db')
-  // Without load shedding, which would answer "overloaded" for a blocked loop: its latency shows.
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
+  // Without load shedding (startServer's default), which would answer "overloaded" for a blocked loop: its latency shows.
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)
   t.equal((await request('POST', '/plants', plantBody('1', 'fern'))).status, 200, 'a create before the lock')
 
@@ -45,7 +45,7 @@ t.test('a file another process holds the write lock of: writes 503 quickly, heal
 
 t.test('creates failing for a lock another process holds: a line a second in the log, no stacks', async (t) => {
   const file = join(t.testdir(), 'plants.db')
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
   const lock = await holdWriteLock(t, file)
   await assertFaultsSummarised(t, server, 3000, (id) => send(server.url, TOKEN, 'POST', '/plants', plantBody(String(id + 1), 'rose')))
   t.match(server.logs().find(({ msg }) => msg === 'request failed'), { reason: /SQLITE_BUSY|locked/i }, 'the line says why')

@@ -3,7 +3,7 @@ import { closeSync, mkdirSync, openSync, rmSync, statfsSync, writeSync } from 'n
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { isStoreUnavailable, NO_LOAD_SHEDDING, plantBody, send } from '../helpers/load.js'
+import { isStoreUnavailable, plantBody, send } from '../helpers/load.js'
 import { exitWithin, startServer, type ServerProcess } from '../helpers/server-process.js'
 
 const TOKEN = 'sqlite-outage-token'
@@ -48,7 +48,7 @@ t.test('SQLite on a full disk: 503, no crash, and creates again once there is sp
   mounted = true
 
   const file = join(disk, 'plants.db')
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
   const request = (method: string, path: string, body?: string) => send(server.url, TOKEN, method, path, body)
   const acknowledged: { id: bigint, name: string }[] = []
   const create = async (id: bigint, name: string) => {

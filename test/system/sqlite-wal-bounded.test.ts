@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createMetrics } from '../../service/metrics.js'
 import { WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
-import { NO_LOAD_SHEDDING, plantBody, pool, send } from '../helpers/load.js'
+import { plantBody, pool, send } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'sqlite-wal-bounded-token'
@@ -32,7 +32,7 @@ const sizeOf = (path: string) => { try { return statSync(path).size } catch { re
 t.test('a reader holding a snapshot: the WAL grows; once it lets go, it is truncated within seconds, idle; /metrics says its size', async (t) => {
   const file = join(t.testdir(), 'plants.db')
   const wal = `${file}-wal`
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
+  const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
   const walMetric = async () => {
     const text = (await send(server.url, TOKEN, 'GET', '/metrics')).text
     const value = /^plant_store_sqlite_wal_bytes (\d+)$/m.exec(text)?.[1]

@@ -6,7 +6,6 @@
  */
 import t from 'tap'
 import { attack, running } from '../helpers/flood.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-static-names-flood'
@@ -43,7 +42,7 @@ async function heapUsed (url: string): Promise<number> {
 }
 
 t.test(`${REQUESTS} made-up ${NAME_LENGTH}-character static names against a ${HEAP_MB} MB heap: nothing is kept, the process lives`, async (t) => {
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` })
+  const server = await startServer(t, { API_TOKENS: TOKEN, NODE_OPTIONS: `--max-old-space-size=${HEAP_MB}` })
   const before = await heapUsed(server.url)
   const flood = attack(t, madeUpNames, [Number(new URL(server.url).port), REQUESTS, 8, NAME_LENGTH])
   // Until every request is answered, or the process dies.

@@ -8,7 +8,6 @@
  */
 import t from 'tap'
 import { assertServed, attack, freshAnswered, keepAliveClient } from '../helpers/flood.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -48,7 +47,7 @@ t.test(`${FLOOD} tokenless sockets busy with GET /readyz against MAX_CONNECTIONS
   skip: await postgresSkip()
 }, async (t) => {
   const server = await startServer(t, {
-    ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS), DATABASE_URL: await freshDatabase(t)
+    API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS), DATABASE_URL: await freshDatabase(t)
   })
   const port = Number(new URL(server.url).port)
   // The client's connections are open and answered before the flood begins, as a running client's are.

@@ -7,7 +7,6 @@
  */
 import t from 'tap'
 import { assertServed, attack, freshAnswered, keepAliveClient } from '../helpers/flood.js'
-import { NO_LOAD_SHEDDING } from '../helpers/load.js'
 import { startServer } from '../helpers/server-process.js'
 
 const TOKEN = 'test-token-unread-answers-flood'
@@ -49,7 +48,7 @@ function unreadPipelines (port: number, count: number, path: string, pipelined: 
 }
 
 t.test(`${FLOOD} sockets that never read ${PIPELINED} pipelined 1.7 MB answers, against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh requests are answered, a keep-alive client works`, async (t) => {
-  const server = await startServer(t, { ...NO_LOAD_SHEDDING, API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
+  const server = await startServer(t, { API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
   const port = Number(new URL(server.url).port)
   const flood = attack(t, unreadPipelines, [port, FLOOD, BUNDLE, PIPELINED, RECONNECT_PAUSE])
   // Every connection has been taken by the flood, and its answers queued.
