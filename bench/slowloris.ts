@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { connectionLimit, openFilesLimit } from '../service/config.js'
+import { socketFlood } from './socket-flood.js'
 import { killAllNow, spawnTracked, startServer, stop, stopAll } from './targets.js'
 
 const HELP = `Usage: node dist/bench/slowloris.js [options]
@@ -34,27 +35,7 @@ const DURATION = Number(values.duration) * 1000
 const TOKEN = randomBytes(24).toString('base64url')
 const TIMEOUT = 10_000
 const CONCURRENCY = 4
-
-/** The attacker, run as `node -e`: prints how many connections it has made. Plain JavaScript. */
-function slowloris (port: number, count: number, drip: number) {
-  const { connect } = require('node:net') as typeof import('node:net')
-  let connected = 0
-  const open = () => {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => {})
-    socket.resume()
-    socket.once('connect', () => {
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
-      process.stdout.write(`${++connected}\n`)
-    })
-    const timer = setInterval(() => socket.write('X-Drip: 1\r\n'), drip)
-    socket.once('close', () => {
-      clearInterval(timer)
-      setTimeout(open, 50)
-    })
-  }
-  for (let index = 0; index < count; index++) open()
-}
+const RECONNECT_PAUSE = 50
 
 /** One GET with the token; resolves with the failure (error code or status), or undefined for `status`. */
 function once (url: string, agent: Agent | false, status: number): Promise<string | undefined> {
@@ -102,7 +83,7 @@ try {
   // The keep-alive client's connections are open and answered before the flood, as a running client's are.
   await Promise.all(Array.from({ length: CONCURRENCY }, () => once(`${server.url}/plants/1`, agent, 404)))
 
-  const code = `(${slowloris.toString()})(${Number(new URL(server.url).port)}, ${SOCKETS}, ${DRIP})`
+  const code = `(${socketFlood.toString()})(${Number(new URL(server.url).port)}, ${SOCKETS}, ${RECONNECT_PAUSE}, ${JSON.stringify({ drip: DRIP })})`
   const attacker = spawnTracked('/bin/sh', ['-c', `ulimit -n ${SOCKETS + 256} && exec "$@"`, 'sh', process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] })
   let connected = 0
   const started = performance.now()

@@ -6,6 +6,7 @@
  * token keeps its connections.
  */
 import t from 'tap'
+import { socketFlood } from '../../bench/socket-flood.js'
 import { assertServed, attack, freshAnswered, keepAliveClient } from '../helpers/flood.js'
 import { startServer } from '../helpers/server-process.js'
 
@@ -20,37 +21,13 @@ const ANSWER_TIMEOUT = 10_000
 const CLIENT_CONNECTIONS = 4
 const CLIENT_DURATION = 4000
 
-/**
- * `count` sockets trickling header lines, each reconnecting when closed. Prints how many connections
- * it has made. Plain JavaScript.
- */
-function slowHeaders (port: number, count: number, dripInterval: number, reconnectPause: number) {
-  const { connect } = require('node:net') as typeof import('node:net')
-  let connected = 0
-  const open = () => {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => {})
-    socket.resume()
-    socket.once('connect', () => {
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n')
-      process.stdout.write(`${++connected}\n`)
-    })
-    const drip = setInterval(() => socket.write('X-Drip: 1\r\n'), dripInterval)
-    socket.once('close', () => {
-      clearInterval(drip)
-      setTimeout(open, reconnectPause)
-    })
-  }
-  for (let index = 0; index < count; index++) open()
-}
-
 t.test(`${FLOOD} slowloris sockets against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh requests are answered, a keep-alive client keeps working`, async (t) => {
   const server = await startServer(t, { API_TOKENS: TOKEN, MAX_CONNECTIONS: String(MAX_CONNECTIONS) })
   const port = Number(new URL(server.url).port)
   // The client's connections are open and answered before the flood begins, as a running client's are.
   const warm = await keepAliveClient(server.url, TOKEN, CLIENT_CONNECTIONS, 200, ANSWER_TIMEOUT)
   t.equal(warm.failed, 0, 'without the flood the client\'s requests succeed')
-  const flood = attack(t, slowHeaders, [port, FLOOD, DRIP_INTERVAL, RECONNECT_PAUSE])
+  const flood = attack(t, socketFlood, [port, FLOOD, RECONNECT_PAUSE, { drip: DRIP_INTERVAL }])
   // As many connections as the flood has sockets: every slot has been taken.
   await flood.counted(FLOOD, 30_000)
 

@@ -7,6 +7,7 @@
  * requests with a token find a slot.
  */
 import t from 'tap'
+import { socketFlood } from '../../bench/socket-flood.js'
 import { assertServed, attack, freshAnswered, keepAliveClient } from '../helpers/flood.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startServer } from '../helpers/server-process.js'
@@ -21,28 +22,6 @@ const ANSWER_TIMEOUT = 10_000
 const CLIENT_CONNECTIONS = 4
 const CLIENT_DURATION = 4000
 
-/**
- * `count` keep-alive sockets, each sending `path` again as soon as an answer arrives and reconnecting
- * when closed. Prints how many answers it has read. Plain JavaScript.
- */
-function busyTokenless (port: number, count: number, path: string, reconnectPause: number) {
-  const { connect } = require('node:net') as typeof import('node:net')
-  let answers = 0
-  const open = () => {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => {})
-    const ask = () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`)
-    socket.once('connect', ask)
-    // One answer is one small packet: each read means the request was answered, so ask again.
-    socket.on('data', () => {
-      process.stdout.write(`${++answers}\n`)
-      ask()
-    })
-    socket.once('close', () => setTimeout(open, reconnectPause))
-  }
-  for (let index = 0; index < count; index++) open()
-}
-
 t.test(`${FLOOD} tokenless sockets busy with GET /readyz against MAX_CONNECTIONS=${MAX_CONNECTIONS}: fresh requests with a token are answered, a keep-alive client keeps working`, {
   skip: await postgresSkip()
 }, async (t) => {
@@ -53,7 +32,7 @@ t.test(`${FLOOD} tokenless sockets busy with GET /readyz against MAX_CONNECTIONS
   // The client's connections are open and answered before the flood begins, as a running client's are.
   const warm = await keepAliveClient(server.url, TOKEN, CLIENT_CONNECTIONS, 200, ANSWER_TIMEOUT)
   t.equal(warm.failed, 0, 'without the flood the client\'s requests succeed')
-  const flood = attack(t, busyTokenless, [port, FLOOD, '/readyz', RECONNECT_PAUSE])
+  const flood = attack(t, socketFlood, [port, FLOOD, RECONNECT_PAUSE, { path: '/readyz' }])
   // The flood has had each of its sockets answered twice over: every slot has been busy.
   await flood.counted(2 * FLOOD, 30_000)
 
