@@ -17,6 +17,9 @@ export async function exchange (port: number, first: string, drip?: string) {
   return { answer, waited: Date.now() - started }
 }
 
+/** The statuses of the HTTP/1.1 answers in what a connection received, in order. */
+export const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
+
 /** An open connection that keeps what it receives. */
 export interface Client { socket: Socket, received: () => string, closed: Promise<void> }
 

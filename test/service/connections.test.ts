@@ -6,7 +6,8 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import { listening, storedPlants, TOKEN } from '../helpers/app.js'
-import { client, type Client } from '../helpers/exchange.js'
+import { answers, client, type Client } from '../helpers/exchange.js'
+import { assertNewcomerMakesRoom } from '../helpers/make-room.js'
 import { settlesWithin } from '../helpers/time.js'
 
 const slowBody = '{"id":1,"name":"slow"}'
@@ -14,8 +15,6 @@ const slowBody = '{"id":1,"name":"slow"}'
 const lateBody = '{"id":2,"name":"late"}'
 const SLOW_POST_HEAD = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
   `Content-Type: application/json\r\nContent-Length: ${slowBody.length}\r\n\r\n`
-
-const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
 
 t.test('at the connection limit, the oldest connection that owes nothing makes room; one mid-request is kept', async (t) => {
   const { port, store } = await listening(t, {}, { maxConnections: 4 })
@@ -52,12 +51,7 @@ t.test('at the limit with only known clients\' idle connections, the oldest of t
     known.push(keepAlive)
   }
   await sleep(50)
-  const newcomer = await client(port)
-  t.ok(await settlesWithin(known[0]!.closed, 1000), 'the oldest known connection, idle, made room')
-  t.notOk(await settlesWithin(known[1]!.closed, 200), 'the other stays')
-  newcomer.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
-  await newcomer.closed
-  t.same(answers(newcomer.received()), [200], 'the newcomer is answered')
+  await assertNewcomerMakesRoom(t, port, known[0]!, known[1]!, { evicted: 'the oldest known connection, idle, made room', kept: 'the other stays' })
   known[1]!.socket.destroy()
 })
 
@@ -67,12 +61,7 @@ t.test('at the limit with many idle strangers, the oldest makes room without a s
   const idle: Client[] = []
   for (let count = 0; count < 79; count++) idle.push(await client(port))
   await sleep(300) // past the 200 ms a connection that has sent nothing is spared
-  const newcomer = await client(port)
-  t.ok(await settlesWithin(idle[0]!.closed, 1000), 'the oldest idle connection made room')
-  t.notOk(await settlesWithin(idle[1]!.closed, 200), 'the next one stays')
-  newcomer.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
-  await newcomer.closed
-  t.same(answers(newcomer.received()), [200], 'the newcomer is answered')
+  await assertNewcomerMakesRoom(t, port, idle[0]!, idle[1]!, { evicted: 'the oldest idle connection made room', kept: 'the next one stays' })
   for (const { socket } of idle) socket.destroy()
 })
 
