@@ -112,25 +112,32 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
    * The stranger with the weakest claim on its slot, if one may go: one that stalls, then one that
    * owes nothing (a new client that has not yet sent its request is among those: it goes after
    * every stalling one). Each oldest first, and none so fresh that what its client sent may be unread.
+   * One still spared for its silence (SILENT_GRACE) goes only when `orSpared` and no other may.
    */
-  function weakestStranger (graceForSilent = true): Connection | undefined {
-    const now = graceForSilent ? Date.now() : Infinity
+  function weakestStranger (orSpared: boolean): Connection | undefined {
+    const now = Date.now()
     let idle: Connection | undefined
+    // The oldest of those spared: having sent nothing, it neither stalls nor owes anything.
+    let spared: Connection | undefined
     let seen = 0
     for (const connection of strangers) {
-      if (connection.fresh || (connection.socket.bytesRead === 0 && now - connection.openedAt < SILENT_GRACE)) continue
+      if (connection.fresh) continue
+      if (connection.socket.bytesRead === 0 && now - connection.openedAt < SILENT_GRACE) {
+        spared ??= connection
+        continue
+      }
       if (stalls(connection)) return connection
       if (idle === undefined && owesNothing(connection)) idle = connection
       // A flood's connections are the oldest: past these, a flood of idle ones costs no full scan.
       if (++seen >= STALLING_SCAN && idle !== undefined) break
     }
-    return idle
+    return idle ?? (orSpared ? spared : undefined)
   }
 
   /** The connection with the weakest claim on its slot: a stranger's, then a known client's that owes nothing, least recently used first. */
   function weakest (): Connection | undefined {
     // A stranger, even one still spared for its silence, goes before a known client's connection.
-    const stranger = weakestStranger() ?? weakestStranger(false)
+    const stranger = weakestStranger(true)
     if (stranger !== undefined) return stranger
     for (const connection of known) if (!connection.fresh && owesNothing(connection)) return connection
   }
@@ -165,7 +172,7 @@ export default fp<ConnectionsOptions>(async function connections (fastify, optio
     // client that already sent its request must not make room for the one accepted after it.
     setImmediate(() => setImmediate(() => { connection.fresh = false }))
     if (maxTokenless > 0 && strangers.size > maxTokenless) {
-      const weak = weakestStranger()
+      const weak = weakestStranger(false)
       if (weak !== undefined) return evict(weak)
       connection.overShare = true
     }
