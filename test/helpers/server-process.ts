@@ -7,6 +7,12 @@ import { ConfigSchema } from '../../service/config.js'
 /** The server entry, run as TypeScript source through the loaders tap gave this process. */
 export const SERVER_ENTRY = fileURLToPath(new URL('../../service/server.ts', import.meta.url))
 
+/**
+ * Node's arguments for a child that runs TypeScript source: the loaders tap gave this process, less
+ * tap's mock loader (nothing is mocked in a child; its hooks cost each start ~0.5 s of CPU).
+ */
+export const NODE_ARGS = process.execArgv.filter((arg) => !arg.includes('/@tapjs/mock/'))
+
 /** Start-up goes through the TypeScript loader: slow, on a busy machine slower still. */
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
 // How long a server still running at teardown has to stop on SIGTERM before it is killed.
@@ -92,7 +98,7 @@ export interface SpawnOptions {
  * SIGKILL after TEARDOWN_GRACE ms).
  */
 export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options: SpawnOptions = {}): SpawnedServer {
-  const command = [process.execPath, ...(options.args ?? [...process.execArgv, SERVER_ENTRY])]
+  const command = [process.execPath, ...(options.args ?? [...NODE_ARGS, SERVER_ENTRY])]
   // The shell sets the limit, then becomes node (exec): the child is the server itself, for signals.
   const [file, ...args] = options.fdLimit === undefined
     ? command

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { openapiText } from '../../service/openapi.js'
+import { NODE_ARGS } from '../helpers/server-process.js'
 
 const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..', '..')
@@ -16,7 +17,7 @@ t.test('the committed openapi.json is the document the running schemas generate'
 
 t.test('`npm run openapi` writes the document to the path it is given', async (t) => {
   const target = join(t.testdir(), 'openapi.json')
-  const { stdout } = await run(process.execPath, [...process.execArgv, join(ROOT, 'service', 'openapi.ts'), target])
+  const { stdout } = await run(process.execPath, [...NODE_ARGS, join(ROOT, 'service', 'openapi.ts'), target])
   t.equal(stdout, `wrote ${target}\n`)
   t.equal(readFileSync(target, 'utf8'), readFileSync(COMMITTED, 'utf8'))
 })

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { exitWithin, SERVER_ENTRY, serverEnv, startServer } from '../helpers/server-process.js'
+import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
@@ -11,7 +11,7 @@ import { eventually, newSecret } from '../helpers/webhooks.js'
 
 t.test('schema-sql: the printed SQL, run by an administrator, lets a role without CREATE run the service with webhooks',
   { skip: await postgresSkip() }, async (t) => {
-    const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY, 'schema-sql'], { env: serverEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [...NODE_ARGS, SERVER_ENTRY, 'schema-sql'], { env: serverEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
     let sql = ''
     child.stdout.on('data', (chunk: Buffer) => { sql += chunk.toString() })
     const [code] = await once(child, 'exit') as [number | null]

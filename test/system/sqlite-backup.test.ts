@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { exitWithin, SERVER_ENTRY, serverEnv, startServer, type EnvOverrides } from '../helpers/server-process.js'
+import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer, type EnvOverrides } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
@@ -12,7 +12,7 @@ import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'
 
 /** `node server.mjs <args>` (the TypeScript entry here) with `overrides`: its exit code and output. */
 async function command (args: string[], overrides: EnvOverrides) {
-  const child = spawn(process.execPath, [...process.execArgv, SERVER_ENTRY, ...args], { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...NODE_ARGS, SERVER_ENTRY, ...args], { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import t from 'tap'
-import { SERVER_ENTRY, serverEnv, type EnvOverrides } from '../helpers/server-process.js'
+import { NODE_ARGS, SERVER_ENTRY, serverEnv, type EnvOverrides } from '../helpers/server-process.js'
 
 const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
 // pino-pretty colours its output on a terminal.
@@ -14,7 +14,7 @@ const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:\d+/
  * stopped (SIGTERM to the service itself, so that it exits on its own).
  */
 async function outputOnTerminal (overrides: EnvOverrides): Promise<string> {
-  const command = ['exec', process.execPath, ...process.execArgv, SERVER_ENTRY].map(quote).join(' ')
+  const command = ['exec', process.execPath, ...NODE_ARGS, SERVER_ENTRY].map(quote).join(' ')
   const script = spawn('script', ['-qfec', command, '/dev/null'], { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'inherit'] })
   t.teardown(() => { script.kill('SIGKILL') })
   let output = ''
