@@ -2,7 +2,8 @@ import { parentPort, threadId, workerData } from 'node:worker_threads'
 import { loadDriver, openStore, type PlantStore } from '../stores/index.js'
 import type { AttemptOutcome, OutboxStore } from '../stores/outbox.js'
 import { resolveWebhooks } from './config.js'
-import type { DeliveryThreadData, FromThread, LogLevel, ToThread } from './thread-messages.js'
+import { listen } from './doorbell.js'
+import type { FromThread, LogLevel, ThreadData, ToThread } from './thread-messages.js'
 import { outboxOptions } from './wiring.js'
 import { DeliveryWorker } from './worker.js'
 
@@ -17,9 +18,11 @@ import { DeliveryWorker } from './worker.js'
 const POOL_SIZE = 3
 // Attempts are told to the API thread in batches: one message per this period at most.
 const ATTEMPTS_EVERY_MS = 50
+// After a wake-up, the commits of this long are claimed together: under load, one claim per period.
+const WAKE_GAP_MS = 5
 
 const port = parentPort!
-const data = workerData as DeliveryThreadData
+const data = workerData as ThreadData
 const post = (message: FromThread) => port.postMessage(message)
 
 // Errors in a line cross as errors (name, message, stack), as any log object is copied.
@@ -42,8 +45,10 @@ const store: PlantStore & OutboxStore = data.store.startsWith('sqlite:')
 const outbox = await store.openOutbox(outboxOptions(config))
 const worker = new DeliveryWorker({ outbox, config, log, onAttempt: (...attempt) => attempts.push(attempt) })
 
+const bell = listen(data.bell, () => worker.wake(), WAKE_GAP_MS)
+
 port.on('message', async (message: ToThread) => {
-  if (message.kind === 'wake') return worker.wake()
+  bell.stop()
   if (message.kind === 'pause') return worker.pause()
   await worker.stop(message.drainMs)
   clearInterval(teller)

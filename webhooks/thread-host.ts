@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { AttemptOutcome } from '../stores/outbox.js'
-import type { DeliveryThreadData, FromThread, ToThread } from './thread-messages.js'
+import { newBell, ring } from './doorbell.js'
+import type { DeliveryThreadData, FromThread, ThreadData, ToThread } from './thread-messages.js'
 
 export interface ThreadLog {
   warn (object: object, message: string): void
@@ -59,7 +60,8 @@ export class DeliveryThread implements Delivery {
   private restartMs: number
   private startedAt = 0
   private failure?: Error | undefined
-  private wakeQueued = false
+  // Rung after each commit that wrote events: shared memory, kept across restarts of the thread.
+  private readonly bell = newBell()
   private stopping = false
   private exited?: Promise<void>
 
@@ -68,7 +70,8 @@ export class DeliveryThread implements Delivery {
   }
 
   start (): void {
-    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData: this.options.data })
+    const workerData: ThreadData = { ...this.options.data, bell: this.bell }
+    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
     // The thread never holds the process open: stop() holds it while the thread drains.
     worker.unref()
     this.startedAt = Date.now()
@@ -101,14 +104,9 @@ export class DeliveryThread implements Delivery {
     this.worker?.postMessage(message)
   }
 
-  /** Wakes the thread once per turn of the event loop, however many commits it saw. */
+  /** Tells the thread of a commit: an atomic add, and a notification only when the thread waits for one (doorbell.ts). */
   wake (): void {
-    if (this.wakeQueued) return
-    this.wakeQueued = true
-    setImmediate(() => {
-      this.wakeQueued = false
-      this.post({ kind: 'wake' })
-    })
+    ring(this.bell)
   }
 
   pause (): void {

@@ -10,10 +10,13 @@ export interface DeliveryThreadData {
   webhooks: WebhooksOptions
 }
 
+/** What the thread is started with: the data, and the bell each commit that wrote events rings (doorbell.ts). */
+export type ThreadData = DeliveryThreadData & { bell: Int32Array }
+
 export type LogLevel = 'warn' | 'info'
 
 /** The API thread to the delivery thread. */
-export type ToThread = { kind: 'wake' } | { kind: 'pause' } | { kind: 'stop', drainMs: number }
+export type ToThread = { kind: 'pause' } | { kind: 'stop', drainMs: number }
 
 /** The delivery thread to the API thread: attempts for the metrics, log lines for its log. */
 export type FromThread =

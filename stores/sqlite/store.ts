@@ -24,9 +24,10 @@ const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|PRO
 
 // better-sqlite3 is synchronous: a busy_timeout would wait for another process's lock with the
 // event loop blocked, and every request with it. A statement fails at once instead and is tried
-// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503.
+// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503. The first
+// waits are short: the delivery thread's bookkeeping holds the lock for well under a millisecond.
 const BUSY_WAIT_MS = 250
-const BUSY_RETRY_MS = 10
+const BUSY_RETRY_MS = [1, 2, 5, 10]
 // Opening happens before the service takes requests: there, blocking for the lock is harmless.
 const OPEN_BUSY_TIMEOUT_MS = 1000
 
@@ -79,16 +80,16 @@ function translate (error: unknown): unknown {
 
 const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY')
 
-/** Runs `operation`, again every BUSY_RETRY_MS while another connection holds the lock it needs. */
+/** Runs `operation`, again after each wait of BUSY_RETRY_MS (the last one repeated) while another connection holds the lock it needs. */
 async function retriedWhileBusy<R> (operation: () => R): Promise<R> {
   const deadline = performance.now() + BUSY_WAIT_MS
-  for (;;) {
+  for (let retry = 0; ; retry++) {
     try {
       return operation()
     } catch (error) {
       if (!isBusy(error) || performance.now() >= deadline) throw error
     }
-    await sleep(BUSY_RETRY_MS)
+    await sleep(BUSY_RETRY_MS[Math.min(retry, BUSY_RETRY_MS.length - 1)])
   }
 }
 
@@ -273,18 +274,24 @@ class SqliteStore implements PlantStore, OutboxStore {
     if (bookkeeping) db.pragma('synchronous = NORMAL')
     const statements = this.#statements = prepareStatements(db)
     this.#files = new OpenedFiles(file, db, log)
-    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant, traceContext }) => {
-      try {
-        statements.insert.run(plant.id, plant.name, plant.tag ?? null)
-      } catch (error) {
-        // A taken id fails its own statement only; any other failure ends the whole transaction.
-        if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
-        throw error
-      }
-      // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
-      if (this.#outbox?.created(plant, at, traceContext)) this.#events++
-      return undefined
-    }))
+    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
+      const inserted: PendingCreate[] = []
+      const failures = batch.map((create) => {
+        const { plant } = create
+        try {
+          statements.insert.run(plant.id, plant.name, plant.tag ?? null)
+        } catch (error) {
+          // A taken id fails its own statement only; any other failure ends the whole transaction.
+          if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+          throw error
+        }
+        inserted.push(create)
+        return undefined
+      })
+      // The events of the plants inserted, together. Outside that catch: a failure to write them fails the batch, never passes for a 409.
+      this.#events = this.#outbox?.created(inserted, at) ?? 0
+      return failures
+    })
     this.#removeWithEvent = db.transaction((id: bigint, at: number, traceContext: string | undefined) => {
       const deleted = statements.remove.run(id).changes > 0
       return { deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
@@ -316,10 +323,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   async #commitBatch (batch: PendingCreate[]) {
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await this.#write(() => {
-        this.#events = 0
-        return this.#insertBatch(batch, Date.now())
-      })
+      failures = await this.#write(() => this.#insertBatch(batch, Date.now()))
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
