@@ -40,14 +40,17 @@ const RESTART_MAX_MS = 30_000
 const STOP_MARGIN_MS = 2000
 
 /**
- * The thread's module: beside this one when compiled (.js) or run from source (.ts); the bundled
- * server (dist/server.mjs and its chunks) has it as dist/webhook-delivery.mjs.
+ * A thread's module, started by file name: `name` beside the module `here` when compiled (.js) or
+ * run from source (.ts); the bundled server (dist/server.mjs and its chunks) has it as dist/<bundled>.mjs.
  */
-export function deliveryEntry (here = import.meta.url): URL {
+export function threadModule (here: string, name: string, bundled: string): URL {
   const extension = /\.[cm]?[jt]s$/.exec(new URL(here).pathname)![0]
-  const candidates = [new URL(`./delivery-thread${extension}`, here), new URL('./webhook-delivery.mjs', here), new URL('../webhook-delivery.mjs', here)]
+  const candidates = [new URL(`./${name}${extension}`, here), new URL(`./${bundled}.mjs`, here), new URL(`../${bundled}.mjs`, here)]
   return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]
 }
+
+/** The delivery thread's module (delivery-thread.ts; dist/webhook-delivery.mjs in the bundle). */
+export const deliveryEntry = (here = import.meta.url): URL => threadModule(here, 'delivery-thread', 'webhook-delivery')
 
 /**
  * Runs delivery in a worker_threads worker of this process, with its own connection to the store:

@@ -8,6 +8,8 @@ export interface DeliveryThreadData {
   /** The PostgreSQL store's table settings (its pool is the thread's own, and small). */
   postgres?: Record<string, unknown> | undefined
   webhooks: WebhooksOptions
+  /** What a traced thread's module (WebhookTracing.thread) sets its tracing up with. */
+  tracing?: unknown
 }
 
 /** What the thread is started with: the data, and the bell each commit that wrote events rings (doorbell.ts). */

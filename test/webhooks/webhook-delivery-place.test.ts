@@ -1,7 +1,9 @@
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
 import t from 'tap'
-import { build, createPlant } from '../helpers/app.js'
+import plantStore from '../../src/plugin.js'
+import { build, collectLogs, createPlant, TOKEN } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { median } from '../helpers/time.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
@@ -68,4 +70,23 @@ t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plan
   t.equal(counted, '1', 'its /metrics counts the attempt')
   await apiOnly.close()
   await delivery.close()
+})
+
+t.test('a host\'s tracing without a thread module: delivery still in the thread, its attempts without span, said once in the log', async (t) => {
+  const receiver = await startReceiver(t)
+  const { lines, logger } = collectLogs('warn')
+  const app = Fastify({ logger })
+  t.teardown(() => app.close())
+  let attemptSpans = 0
+  const tracing = { traceContext: () => undefined, attempt () { attemptSpans++; return { traceparent: undefined, end () {} } } }
+  await app.register(plantStore, {
+    tokens: [TOKEN],
+    store: `sqlite:${join(t.testdir({}), 'plants.db')}`,
+    webhooks: webhooksFor([{ url: receiver.url, secret: newSecret() }]),
+    observeWebhooks: { event () {}, attempt () {}, outbox () {}, tracing }
+  })
+  t.equal((await createPlant(app as never, '{"id":1,"name":"a"}')).statusCode, 200)
+  t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'delivered')
+  t.equal(attemptSpans, 0, 'no span made on this thread')
+  t.same(lines.filter(({ msg }) => String(msg).includes('no thread module')).length, 1, 'the log says so')
 })
