@@ -40,17 +40,20 @@ const RESTART_MAX_MS = 30_000
 const STOP_MARGIN_MS = 2000
 
 /**
- * A thread's module, started by file name: `name` beside the module `here` when compiled (.js) or
- * run from source (.ts); the bundled server (dist/server.mjs and its chunks) has it as dist/<bundled>.mjs.
+ * A thread's module, started by file name: `beside` the module `here` when compiled (.js) or run
+ * from source (.ts), in its extension; the bundled server (dist/server.mjs and its chunks) has it
+ * as dist/<bundled>.mjs.
  */
-export function threadModule (here: string, name: string, bundled: string): URL {
+export function threadModule (here: string, beside: (extension: string) => URL, bundled: string): URL {
   const extension = /\.[cm]?[jt]s$/.exec(new URL(here).pathname)![0]
-  const candidates = [new URL(`./${name}${extension}`, here), new URL(`./${bundled}.mjs`, here), new URL(`../${bundled}.mjs`, here)]
+  const candidates = [beside(extension), new URL(`./${bundled}.mjs`, here), new URL(`../${bundled}.mjs`, here)]
   return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]
 }
 
 /** The delivery thread's module (delivery-thread.ts; dist/webhook-delivery.mjs in the bundle). */
-export const deliveryEntry = (here = import.meta.url): URL => threadModule(here, 'delivery-thread', 'webhook-delivery')
+export const deliveryEntry = (here = import.meta.url): URL =>
+  // Written out whole: the package's module check (scripts/test-host.mjs) follows it.
+  threadModule(here, (extension) => new URL(`./delivery-thread${extension}`, here), 'webhook-delivery')
 
 /**
  * Runs delivery in a worker_threads worker of this process, with its own connection to the store:

@@ -39,7 +39,7 @@ export function startTracing (config: Config, system: string): Tracing {
   return {
     plugin: requests.plugin(),
     wrapStore: (store) => tracedStore(store, tracer, system),
-    webhooks: { ...webhookTracing(tracer), thread: { entry: threadModule(import.meta.url, 'delivery-thread', 'webhook-delivery-traced'), data: settings } },
+    webhooks: { ...webhookTracing(tracer), thread: { entry: threadModule(import.meta.url, (extension) => new URL(`./delivery-thread${extension}`, import.meta.url), 'webhook-delivery-traced'), data: settings } },
     // Sends what is batched still: called last at shutdown, once the webhook attempts have ended.
     shutdown: () => provider.shutdown()
   }
