@@ -10,12 +10,14 @@ import { createServer as createTcpServer, type Socket } from 'node:net'
 const [port, mode = 'fast'] = [Number(process.argv[2]), process.argv[3]]
 let received = 0
 
-// Enough interim responses for a few writes at a time: the stream goes on while the sender reads it.
-const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n'.repeat(1000))
+// 100 interim responses (2.5 KiB) a millisecond, for as long as the connection lasts: endless for
+// the sender, yet not so fast that this process takes the core it shares with the load generator.
+const CONTINUE = Buffer.from('HTTP/1.1 100 Continue\r\n\r\n'.repeat(100))
 
 function flood (socket: Socket): void {
-  while (!socket.destroyed && socket.write(CONTINUE));
-  if (!socket.destroyed) socket.once('drain', () => flood(socket))
+  socket.write(CONTINUE)
+  const timer = setInterval(() => socket.write(CONTINUE), 1)
+  socket.once('close', () => clearInterval(timer))
 }
 
 if (mode === 'fast') {
