@@ -1,4 +1,4 @@
-import { constants, setPriority } from 'node:os'
+import { constants, getPriority, setPriority } from 'node:os'
 import { parentPort, threadId, workerData } from 'node:worker_threads'
 import { loadDriver, openStore, type PlantStore } from '../stores/index.js'
 import type { AttemptOutcome, OutboxStore } from '../stores/outbox.js'
@@ -15,10 +15,10 @@ const POOL_SIZE = 3
 const ATTEMPTS_EVERY_MS = 50
 // After a wake-up, the commits of this long are claimed together: under load, one claim per period.
 const WAKE_GAP_MS = 5
-// The thread's scheduling priority (its nice value): below the thread that serves HTTP, so that on a
-// busy core the API's requests go first and delivery takes the time they leave (about a tenth of
-// the core at the least, when both want it all).
-const DELIVERY_PRIORITY = constants.priority.PRIORITY_BELOW_NORMAL
+// How far below the thread that serves HTTP the thread's scheduling priority is (its nice value, 10
+// more): on a busy core the API's requests go first, and delivery takes the time they leave (about
+// a tenth of the core at the least, when both want it all).
+const BELOW_API = constants.priority.PRIORITY_BELOW_NORMAL
 
 /** Tracing made in the thread itself (service/tracing/delivery-thread.ts): the attempts' spans, and its end. */
 export interface ThreadTracing {
@@ -38,7 +38,8 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
   const port = parentPort!
   const data = workerData as ThreadData
   // On Linux a nice value is a thread's own: pid 0 is this thread, the process's others keep theirs.
-  setPriority(DELIVERY_PRIORITY)
+  // Raising it is always allowed; 19 is the lowest priority there is.
+  setPriority(Math.min(getPriority() + BELOW_API, constants.priority.PRIORITY_LOW))
   const post = (message: FromThread) => port.postMessage(message)
 
   // Errors in a line cross as errors (name, message, stack), as any log object is copied.

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
@@ -32,6 +33,15 @@ t.test('SQLite, delivery thread (the default): each create delivered; its attemp
     latencies.push(receiver.received[id - 1].at - created)
   }
   t.ok(median(latencies) < 250, `delivered a median ${median(latencies)} ms after the create (${latencies.join(', ')})`)
+  if (process.platform === 'linux') {
+    // Each thread's nice value (field 19 of its stat): the delivery thread's is its own.
+    const niceOf = (task: string) => {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+    }
+    const api = niceOf(String(process.pid))
+    t.ok(readdirSync('/proc/self/task').some((task) => niceOf(task) === Math.min(api + 10, 19)), `the delivery thread runs at nice ${Math.min(api + 10, 19)}, below the API's ${api}`)
+  }
 })
 
 t.test('delivery in-process on SQLite; off: events written, none sent, until an app that delivers opens the file', async (t) => {
