@@ -58,6 +58,9 @@ const opensInThread = (store: DeliverySource['store']): store is string =>
  */
 export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
 Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
+  const { store, postgres, webhooks } = source
+  const where = webhooks.delivery ?? 'thread'
+  const inThread = where === 'thread' && opensInThread(store)
   // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
   const wake = { delivery: NO_DELIVERY }
   const outbox = await open({
@@ -65,14 +68,14 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
       observer?.event(type, count)
       wake.delivery.wake()
     }),
-    ...(observer?.tracing && { traceContext: observer.tracing.traceContext })
+    ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
+    // The thread's own connection checkpoints a SQLite log.
+    ...(inThread && { checkpointedElsewhere: true })
   })
   const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
-  const where = source.webhooks.delivery ?? 'thread'
   if (where !== 'off') {
-    const { store, postgres, webhooks } = source
     const tracing = observer?.tracing
-    if (where === 'thread' && opensInThread(store)) {
+    if (inThread) {
       // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.
       const traced = tracing?.thread
       if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')

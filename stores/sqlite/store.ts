@@ -37,6 +37,10 @@ const OPEN_BUSY_TIMEOUT_MS = 1000
 // SQLite itself truncates it back to this size when it starts over (journal_size_limit).
 export const WAL_LIMIT_BYTES = 4 * 1024 * 1024
 const WAL_CHECK_MS = 1000
+// A bookkeeping connection (the delivery thread's) also checkpoints the log this often, for an API
+// connection that leaves checkpoints to it (OutboxOptions.checkpointedElsewhere). PASSIVE: it waits
+// for no one, and copies what no reader still needs.
+export const BOOKKEEPING_CHECKPOINT_MS = 250
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
@@ -153,11 +157,13 @@ class OpenedFiles {
   lost = false
   #leftNothing = false
   readonly #walTimer: NodeJS.Timeout
+  readonly #checkpointTimer: NodeJS.Timeout | undefined
 
-  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog) {
+  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog, checkpoints: boolean) {
     this.paths = sqliteFiles(file)
     this.#opened = this.paths.map((path) => statSync(path))
     this.#walTimer = setInterval(() => this.#truncateWal(), WAL_CHECK_MS).unref()
+    if (checkpoints) this.#checkpointTimer = setInterval(() => this.#checkpoint(), BOOKKEEPING_CHECKPOINT_MS).unref()
   }
 
   assertKept () {
@@ -242,8 +248,18 @@ class OpenedFiles {
     }
   }
 
+  #checkpoint () {
+    try {
+      this.db.pragma('wal_checkpoint(PASSIVE)')
+    /* c8 ignore next 3: only a failing disk or a database moved away lands here */
+    } catch {
+      // The next tick tries again; the API's writes report the failure.
+    }
+  }
+
   stopWatching () {
     clearInterval(this.#walTimer)
+    clearInterval(this.#checkpointTimer)
   }
 }
 
@@ -270,10 +286,10 @@ class SqliteStore implements PlantStore, OutboxStore {
     const db = this.#db = openDatabase(file)
     // Its commits are claims and results, not plants: in WAL they skip the fsync (they survive a
     // crash of the process, not of the machine, where a lost mark only sends again), so that it
-    // holds the write lock a create waits for only microseconds.
+    // holds the write lock a create waits for only microseconds. It checkpoints the log too.
     if (bookkeeping) db.pragma('synchronous = NORMAL')
     const statements = this.#statements = prepareStatements(db)
-    this.#files = new OpenedFiles(file, db, log)
+    this.#files = new OpenedFiles(file, db, log, bookkeeping)
     this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
       const inserted: PendingCreate[] = []
       const failures = batch.map((create) => {
@@ -361,6 +377,8 @@ class SqliteStore implements PlantStore, OutboxStore {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
     this.#committed = options.committed ?? this.#committed
     this.#traceContext = options.traceContext ?? this.#traceContext
+    // Its commits no longer copy the log into the database (and fsync it) on this thread.
+    if (options.checkpointedElsewhere === true) this.#db.pragma('wal_autocheckpoint = 0')
     return this.#outbox.outbox
   }
 
@@ -385,7 +403,7 @@ class SqliteStore implements PlantStore, OutboxStore {
 export interface SqliteStoreOptions {
   /** Where the store says what became of a database moved or replaced under it. */
   log?: StoreLog
-  /** A connection that writes only the outbox's bookkeeping (the delivery thread's). */
+  /** A connection that writes only the outbox's bookkeeping (the delivery thread's); it checkpoints the log. */
   bookkeeping?: boolean
 }
 
