@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { PATHS, type Path } from './report.js'
 import { headersFor, requestFor } from './requests.js'
-import { BASELINE_ENTRIES, cpuMicros, hasTaskset, startServer, stop } from './targets.js'
+import { BASELINE_ENTRIES, cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll } from './targets.js'
 
 const ENTRIES: Record<string, string> = {
   // The unbundled entry, so that the profile names each package and file.
@@ -27,6 +27,7 @@ const HELP = `Usage: node dist/bench/profile.js [options]
   --seconds S      seconds of load, after 2 s of warm-up (default 10)
   --connections N  concurrent connections (default 50)
   --top N          functions listed by self time (default 25)
+  --webhooks       with one webhook endpoint: the fast receiver (bench/receiver.ts) in a process of its own
   --entry FILE     the service's entry to run instead (e.g. another commit's build, to compare)
   --keep DIR       also keep the .cpuprofile in DIR (open it in Chrome DevTools)`
 
@@ -40,6 +41,7 @@ const { values: args } = parseArgs({
     top: { type: 'string', default: '25' },
     entry: { type: 'string' },
     keep: { type: 'string' },
+    webhooks: { type: 'boolean', default: false },
     help: { type: 'boolean', default: false }
   }
 })
@@ -85,11 +87,22 @@ const connections = Number(args.connections)
 const token = randomBytes(24).toString('base64url')
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-profile-'))
 const keep = args.keep
+/** With --webhooks: a fast receiver on core 1 and the service's settings for it. */
+async function webhookEnv (): Promise<Record<string, string>> {
+  if (!args.webhooks) return {}
+  const port = await freePort()
+  const node = [process.execPath, fileURLToPath(new URL('./receiver.js', import.meta.url)), String(port)]
+  spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '1', ...node] : node.slice(1), { stdio: 'ignore' })
+  return { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRET: `whsec_${randomBytes(32).toString('base64')}`, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
+}
+
 try {
   const server = await startServer({
     name: args.target,
     script: args.entry ?? ENTRIES[args.target],
-    env: { DATABASE_URL: args.store.replace(/^sqlite:$/, `sqlite:${join(dir, 'plants.db')}`), API_TOKENS: token, TOKEN: token, LOG_LEVEL: 'info' },
+    env: {
+      DATABASE_URL: args.store.replace(/^sqlite:$/, `sqlite:${join(dir, 'plants.db')}`), API_TOKENS: token, TOKEN: token, LOG_LEVEL: 'info', ...await webhookEnv()
+    },
     stderrFile: join(dir, 'stderr.log'),
     nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${keep ?? dir}`]
   })
@@ -108,7 +121,8 @@ try {
   await stop(server)
 
   const profileDir = keep ?? dir
-  const file = readdirSync(profileDir).filter((name) => name.endsWith('.cpuprofile')).sort().at(-1)!
+  // CPU.<date>.<time>.<pid>.<thread id>.<n>.cpuprofile: the main thread's is thread 0 (a delivery thread writes its own).
+  const file = readdirSync(profileDir).filter((name) => /\.0\.\d+\.cpuprofile$/.test(name)).sort().at(-1)!
   const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as Profile
   const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
   const byCategory = new Map<string, number>()
@@ -133,5 +147,6 @@ try {
   ].join('\n'))
   if (keep) console.log(`\nprofile: ${join(keep, file)}`)
 } finally {
+  await stopAll()
   rmSync(dir, { recursive: true, force: true })
 }

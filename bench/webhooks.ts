@@ -2,7 +2,10 @@
 // service with webhooks off and with one endpoint (a fast receiver in its own process) take
 // create runs in turn; medians of CPU per create and req/s, their ratios, the pending deliveries
 // after each run and the time to drain them; then both idle for 10 s: CPU, and on PostgreSQL the
-// transactions the database saw. `node dist/bench/webhooks.js --help` lists the options.
+// transactions the database saw. Then (part rate) each store at a fixed rate of creates: API p99 and
+// API-thread CPU per create with webhooks off, and on with a fast receiver, one that answers an
+// endless stream of `100 Continue`, and one that never answers. `node dist/bench/webhooks.js --help`
+// lists the options.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -21,15 +24,21 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
     stores: { type: 'string', default: 'sqlite,postgres' },
+    parts: { type: 'string', default: 'cpu,rate,drain' },
+    rate: { type: 'string', default: '1000' },
+    entry: { type: 'string' },
     help: { type: 'boolean', default: false }
   }
 })
 if (args.help) {
-  process.stdout.write('node dist/bench/webhooks.js [--rounds 3] [--duration 10] [--connections 50] [--stores sqlite,postgres]\n')
+  process.stdout.write('node dist/bench/webhooks.js [--rounds 3] [--duration 10] [--connections 50] [--stores sqlite,postgres] ' +
+    '[--parts cpu,rate,drain] [--rate 1000] [--entry another-build/server.mjs]\n')
   process.exit(0)
 }
 const [rounds, duration, connections] = [Number(args.rounds), Number(args.duration), Number(args.connections)]
-const SERVICE = fileURLToPath(new URL('../server.mjs', import.meta.url))
+const parts = new Set(args.parts.split(','))
+// --entry: another build's service (e.g. the main branch's dist/server.mjs), to compare.
+const SERVICE = args.entry ?? fileURLToPath(new URL('../server.mjs', import.meta.url))
 const RECEIVER = fileURLToPath(new URL('./receiver.js', import.meta.url))
 const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const token = randomBytes(24).toString('base64url')
@@ -50,11 +59,12 @@ const webhookEnv = { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRE
 
 let nextId = 1
 /** Creates of fresh ids for `seconds`, or `amount` of them. */
-const creates = (server: Server, length: { duration: number } | { amount: number }) => autocannon({
+const creates = (server: Server, length: { duration: number } | { amount: number }, rate?: { overallRate: number }) => autocannon({
   url: `${server.url}/plants`,
   method: 'POST',
   connections,
   ...length,
+  ...rate,
   headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
   requests: [{ setupRequest: (request) => ({ ...request, body: `{"id":${nextId++},"name":"bench"}` }) }]
 })
@@ -78,6 +88,16 @@ async function pending (server: Server): Promise<number> {
   return Number(/^plant_store_webhook_pending\{endpoint="default"\} (\d+)/m.exec(text)?.[1] ?? NaN)
 }
 
+/** Waits until the receiver has received nothing new for a second (30 s at most): the delivery has caught up. */
+async function drained (): Promise<void> {
+  const start = performance.now()
+  let [seen, since] = [received, performance.now()]
+  while (performance.now() - since < 1000 && performance.now() - start < 30_000) {
+    await sleep(100)
+    if (received !== seen) [seen, since] = [received, performance.now()]
+  }
+}
+
 const lines: string[] = []
 async function measure (store: string, url: () => Promise<string>, xacts?: (url: string) => Promise<number>) {
   const [plainUrl, hooksUrl] = [await url(), await url()]
@@ -94,6 +114,8 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     runs.plain.push(await createRun(plain, duration))
     runs.hooks.push(await createRun(hooks, duration))
     pendings.push(await pending(hooks))
+    // The next run, on the same core, starts once the delivery has caught up.
+    await drained()
     progress(`[${store} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; pending ${pendings.at(-1)}`)
   }
   const drainStart = performance.now()
@@ -123,6 +145,84 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
   progress(lines.slice(-3).join('\n'))
   return created
+}
+
+/** The receivers of the rate runs beside the fast one: each server its own. */
+const HOSTILE_RECEIVERS = ['continue', 'silent'] as const
+
+async function startReceiver (mode: string): Promise<string> {
+  const receiverPort = await freePort()
+  const node = [process.execPath, RECEIVER, String(receiverPort), mode]
+  spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '1', ...node] : node.slice(1), { stdio: 'ignore' })
+  return `http://127.0.0.1:${receiverPort}/hook`
+}
+
+const percentile = (values: number[], p: number) => values.toSorted((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p / 100))]
+
+/** Creates at a fixed rate for `seconds`: latencies from each answer (autocannon's histogram counts whole ms), API-thread CPU. */
+async function rateRun (server: Server, seconds: number) {
+  const apiBefore = cpuMicros(server.pid, server.pid)
+  const latencies: number[] = []
+  const run = creates(server, { duration: seconds }, { overallRate: Number(args.rate) })
+  run.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms))
+  const result = await run
+  const created = result.requests.total - result.non2xx
+  return {
+    p50: percentile(latencies, 50), p99: percentile(latencies, 99), apiCpuPerCreate: (cpuMicros(server.pid, server.pid) - apiBefore) / created, created, other: result.non2xx
+  }
+}
+
+/**
+ * At a fixed rate: webhooks off, and on with each receiver (fast, endless 100 Continue, silent).
+ * Only the server measured runs: the others are stopped (SIGSTOP) meanwhile, so that their
+ * retries and timeouts take nothing from it on the shared core.
+ */
+async function rateMeasure (store: string, url: () => Promise<string>) {
+  const env = { API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
+  const receivers: Record<string, string> = { fast: webhookEnv.WEBHOOK_URL }
+  for (const mode of HOSTILE_RECEIVERS) receivers[mode] = await startReceiver(mode)
+  const servers: Array<{ name: string, server: Server }> = [{
+    name: 'off', server: await startServer({ name: `${store} rate off`, script: SERVICE, env: { ...env, DATABASE_URL: await url() }, stderrFile: join(tmp, `${store}-rate-off.log`) })
+  }]
+  for (const [mode, receiverUrl] of Object.entries(receivers)) {
+    servers.push({
+      name: mode,
+      server: await startServer({
+        name: `${store} rate ${mode}`, script: SERVICE, env: { ...env, DATABASE_URL: await url(), ...webhookEnv, WEBHOOK_URL: receiverUrl }, stderrFile: join(tmp, `${store}-rate-${mode}.log`)
+      })
+    })
+  }
+  const only = (running: Server) => { for (const { server } of servers) process.kill(server.pid, server === running ? 'SIGCONT' : 'SIGSTOP') }
+  const runs = new Map(servers.map(({ name }) => [name, [] as Array<Awaited<ReturnType<typeof rateRun>>>]))
+  try {
+    for (const { server } of servers) {
+      only(server)
+      await rateRun(server, 2)
+    }
+    for (let round = 1; round <= rounds; round++) {
+      for (const { name, server } of servers) {
+        only(server)
+        runs.get(name)!.push(await rateRun(server, duration))
+      }
+      progress(`[${store} rate round ${round}/${rounds}] ${servers.map(({ name }) => `${name} ${JSON.stringify(runs.get(name)!.at(-1))}`).join('; ')}`)
+    }
+  } finally {
+    for (const { server } of servers) process.kill(server.pid, 'SIGCONT')
+  }
+  const off = runs.get('off')!
+  for (const { name } of servers) {
+    const on = runs.get(name)!
+    // Per round, over off; the median of those ratios.
+    const ratio = (pick: (run: typeof on[number]) => number) => median(on.map((run, index) => pick(run) / pick(off[index]))).toFixed(2)
+    lines.push(`${store} at ${args.rate}/s, ${name === 'off' ? 'webhooks off' : `${name} receiver`}: p50 ${median(on.map(({ p50 }) => p50)).toFixed(2)} ms, ` +
+      `p99 ${median(on.map(({ p99 }) => p99)).toFixed(2)} ms (${ratio(({ p99 }) => p99)}x), ` +
+      `API thread ${median(on.map(({ apiCpuPerCreate }) => apiCpuPerCreate)).toFixed(1)} µs per create (${ratio(({ apiCpuPerCreate }) => apiCpuPerCreate)}x), ` +
+      `non-2xx ${on.reduce((sum, { other }) => sum + other, 0)}`)
+  }
+  progress(lines.slice(-servers.length).join('\n'))
+  await Promise.all(servers.map(({ server }) => stop(server)))
+  // Delivered to the fast receiver, as those of the CPU runs.
+  return runs.get('fast')!.reduce((sum, { created }) => sum + created, 0)
 }
 
 const BACKLOG = 20_000
@@ -173,13 +273,17 @@ async function undiciFloor (): Promise<number> {
 try {
   const stores = args.stores.split(',')
   let sent = 0
-  const floor = await undiciFloor()
+  const floor = parts.has('drain') ? await undiciFloor() : NaN
   if (stores.includes('sqlite')) {
     let n = 0
-    sent += await measure('sqlite', async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`)
-    const drain = await drainCost('sqlite', `sqlite:${join(tmp, 'drain.db')}`)
-    lines.push(`sqlite: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
-    sent += BACKLOG
+    const sqliteUrl = async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`
+    if (parts.has('cpu')) sent += await measure('sqlite', sqliteUrl)
+    if (parts.has('rate')) sent += await rateMeasure('sqlite', sqliteUrl)
+    if (parts.has('drain')) {
+      const drain = await drainCost('sqlite', `sqlite:${join(tmp, 'drain.db')}`)
+      lines.push(`sqlite: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
+      sent += BACKLOG
+    }
   }
   if (stores.includes('postgres')) {
     const unreachable = await postgresUnreachable(ADMIN_URL)
@@ -197,19 +301,20 @@ try {
           await client.end()
         }
       }
-      try {
-        sent += await measure('postgres', async () => {
-          const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
-          names.push(name)
-          await createDatabase(ADMIN_URL, name)
-          return databaseUrl(ADMIN_URL, name)
-        }, xacts)
+      const postgresUrl = async () => {
         const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
         names.push(name)
         await createDatabase(ADMIN_URL, name)
-        const drain = await drainCost('postgres', databaseUrl(ADMIN_URL, name))
-        lines.push(`postgres: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
-        sent += BACKLOG
+        return databaseUrl(ADMIN_URL, name)
+      }
+      try {
+        if (parts.has('cpu')) sent += await measure('postgres', postgresUrl, xacts)
+        if (parts.has('rate')) sent += await rateMeasure('postgres', postgresUrl)
+        if (parts.has('drain')) {
+          const drain = await drainCost('postgres', await postgresUrl())
+          lines.push(`postgres: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
+          sent += BACKLOG
+        }
       } finally {
         await stopAll()
         for (const name of names) await dropDatabase(ADMIN_URL, name)

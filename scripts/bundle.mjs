@@ -47,12 +47,13 @@ const tracingExternal = {
 // Chunk names change with their content: last build's would stay behind.
 rmSync(join(outdir, 'chunks'), { recursive: true, force: true })
 
-// The webhook delivery thread's module, which the server starts by file name (webhooks/thread-host.ts):
-// the one beside the entry's folder, compiled or source.
+// The webhook delivery thread's modules, which the server starts by file name (webhooks/thread-host.ts):
+// the ones beside the entry's folder, compiled or source; with tracing on, the service's own.
 const deliveryThread = join(dirname(dirname(entry)), 'webhooks', `delivery-thread${extname(entry)}`)
+const tracedDeliveryThread = join(dirname(entry), 'tracing', `delivery-thread${extname(entry)}`)
 
 await build({
-  entryPoints: { server: entry, 'webhook-delivery': deliveryThread },
+  entryPoints: { server: entry, 'webhook-delivery': deliveryThread, 'webhook-delivery-traced': tracedDeliveryThread },
   outdir,
   outExtension: { '.js': '.mjs' },
   // Each store driver stays behind its dynamic import, in a chunk of its own: a bundle in one

@@ -131,8 +131,9 @@ const out = resolve(ROOT, values.out)
 rmSync(out, { recursive: true, force: true })
 mkdirSync(out, { recursive: true })
 cpSync(join(ROOT, 'dist/server.mjs'), join(out, 'server.mjs'))
-// The webhook delivery thread's module, started by file name beside server.mjs.
+// The webhook delivery thread's modules (the second with tracing on), started by file name beside server.mjs.
 cpSync(join(ROOT, 'dist/webhook-delivery.mjs'), join(out, 'webhook-delivery.mjs'))
+cpSync(join(ROOT, 'dist/webhook-delivery-traced.mjs'), join(out, 'webhook-delivery-traced.mjs'))
 cpSync(join(ROOT, 'dist/chunks'), join(out, 'chunks'), { recursive: true })
 writeFileSync(join(out, 'package.json'), `${JSON.stringify(runtimePackage, null, 2)}\n`)
 writeFileSync(join(out, 'package-lock.json'), `${JSON.stringify(runtimeLock, null, 2)}\n`)

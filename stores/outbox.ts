@@ -45,6 +45,13 @@ export interface OutboxOptions {
    * with its event, for the delivery attempts to link to; unset, or undefined, stores none.
    */
   traceContext?: () => string | undefined
+  /**
+   * Another connection to the same database, open while this store is (the delivery thread's),
+   * checkpoints its log: a SQLite store then leaves checkpoints to it, so that its commits never
+   * copy the log into the database, and fsync it, on the thread that serves HTTP (past 4 MiB, its
+   * own timer still truncates the log). Other stores ignore it.
+   */
+  checkpointedElsewhere?: boolean
 }
 
 /** One delivery handed to a worker, under its claim. */

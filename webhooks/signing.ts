@@ -1,11 +1,21 @@
-import { createHmac, randomUUID } from 'node:crypto'
+import { createHmac, randomFillSync } from 'node:crypto'
+
+// Random bytes drawn 4 KiB at a time: a message id is then a slice of hex (~70 ns, a third of randomUUID's).
+const ID_BYTES = 16
+const pool = Buffer.alloc(256 * ID_BYTES)
+let taken = pool.length
 
 /**
  * A Standard Webhooks message id: one per event, kept across retries and endpoints; never a '.'.
- * 122 random bits; randomUUID draws from a cached pool (randomBytes(16) cost ~2 % of a create).
+ * 128 random bits, in hex.
  */
 export function messageId (): string {
-  return `msg_${randomUUID().replaceAll('-', '')}`
+  if (taken === pool.length) {
+    randomFillSync(pool)
+    taken = 0
+  }
+  taken += ID_BYTES
+  return `msg_${pool.toString('hex', taken - ID_BYTES, taken)}`
 }
 
 /** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for each key, space-separated (a rotation signs with all). */

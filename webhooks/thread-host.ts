@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { AttemptOutcome } from '../stores/outbox.js'
-import type { DeliveryThreadData, FromThread, ToThread } from './thread-messages.js'
+import { newBell, ring } from './doorbell.js'
+import type { DeliveryThreadData, FromThread, ThreadData, ToThread } from './thread-messages.js'
 
 export interface ThreadLog {
   warn (object: object, message: string): void
@@ -39,14 +40,20 @@ const RESTART_MAX_MS = 30_000
 const STOP_MARGIN_MS = 2000
 
 /**
- * The thread's module: beside this one when compiled (.js) or run from source (.ts); the bundled
- * server (dist/server.mjs and its chunks) has it as dist/webhook-delivery.mjs.
+ * A thread's module, started by file name: `beside` the module `here` when compiled (.js) or run
+ * from source (.ts), in its extension; the bundled server (dist/server.mjs and its chunks) has it
+ * as dist/<bundled>.mjs.
  */
-export function deliveryEntry (here = import.meta.url): URL {
+export function threadModule (here: string, beside: (extension: string) => URL, bundled: string): URL {
   const extension = /\.[cm]?[jt]s$/.exec(new URL(here).pathname)![0]
-  const candidates = [new URL(`./delivery-thread${extension}`, here), new URL('./webhook-delivery.mjs', here), new URL('../webhook-delivery.mjs', here)]
+  const candidates = [beside(extension), new URL(`./${bundled}.mjs`, here), new URL(`../${bundled}.mjs`, here)]
   return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]
 }
+
+/** The delivery thread's module (delivery-thread.ts; dist/webhook-delivery.mjs in the bundle). */
+export const deliveryEntry = (here = import.meta.url): URL =>
+  // Written out whole: the package's module check (scripts/test-host.mjs) follows it.
+  threadModule(here, (extension) => new URL(`./delivery-thread${extension}`, here), 'webhook-delivery')
 
 /**
  * Runs delivery in a worker_threads worker of this process, with its own connection to the store:
@@ -59,7 +66,8 @@ export class DeliveryThread implements Delivery {
   private restartMs: number
   private startedAt = 0
   private failure?: Error | undefined
-  private wakeQueued = false
+  // Rung after each commit that wrote events: shared memory, kept across restarts of the thread.
+  private readonly bell = newBell()
   private stopping = false
   private exited?: Promise<void>
 
@@ -68,7 +76,8 @@ export class DeliveryThread implements Delivery {
   }
 
   start (): void {
-    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData: this.options.data })
+    const workerData: ThreadData = { ...this.options.data, bell: this.bell }
+    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
     // The thread never holds the process open: stop() holds it while the thread drains.
     worker.unref()
     this.startedAt = Date.now()
@@ -101,14 +110,9 @@ export class DeliveryThread implements Delivery {
     this.worker?.postMessage(message)
   }
 
-  /** Wakes the thread once per turn of the event loop, however many commits it saw. */
+  /** Tells the thread of a commit: an atomic add, and a notification only when the thread waits for one (doorbell.ts). */
   wake (): void {
-    if (this.wakeQueued) return
-    this.wakeQueued = true
-    setImmediate(() => {
-      this.wakeQueued = false
-      this.post({ kind: 'wake' })
-    })
+    ring(this.bell)
   }
 
   pause (): void {

@@ -8,12 +8,17 @@ export interface DeliveryThreadData {
   /** The PostgreSQL store's table settings (its pool is the thread's own, and small). */
   postgres?: Record<string, unknown> | undefined
   webhooks: WebhooksOptions
+  /** What a traced thread's module (WebhookTracing.thread) sets its tracing up with. */
+  tracing?: unknown
 }
+
+/** What the thread is started with: the data, and the bell each commit that wrote events rings (doorbell.ts). */
+export type ThreadData = DeliveryThreadData & { bell: Int32Array }
 
 export type LogLevel = 'warn' | 'info'
 
 /** The API thread to the delivery thread. */
-export type ToThread = { kind: 'wake' } | { kind: 'pause' } | { kind: 'stop', drainMs: number }
+export type ToThread = { kind: 'pause' } | { kind: 'stop', drainMs: number }
 
 /** The delivery thread to the API thread: attempts for the metrics, log lines for its log. */
 export type FromThread =

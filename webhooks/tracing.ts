@@ -16,6 +16,13 @@ export interface WebhookTracing {
   traceContext (): string | undefined
   /** Starts the span of an attempt at `delivery`, linked to the trace its event was written in. */
   attempt (delivery: ClaimedDelivery): AttemptSpan
+  /**
+   * How a delivery thread makes its attempts' spans itself (functions cannot cross into a thread):
+   * the module it then starts from (it sets tracing up and runs delivery-thread-run.ts), and the
+   * plain data that module is given (DeliveryThreadData.tracing). Without it, attempts made in a
+   * thread have no span.
+   */
+  thread?: { entry: URL, data: unknown }
 }
 
 /**

@@ -50,13 +50,17 @@ const opensInThread = (store: DeliverySource['store']): store is string =>
  * The route of an event, end to end:
  * 1. store commit: a create or delete writes its events into the outbox in the same commit (payloads);
  * 2. outbox: once that commit succeeds, `committed` runs;
- * 3. wake-up: `committed` wakes the delivery (a message to its thread) instead of it waiting for its next poll;
+ * 3. wake-up: `committed` wakes the delivery (rings its thread's doorbell) instead of it waiting for its next poll;
  * 4. delivery: the worker claims due events from the outbox and sends them (worker.ts, send.ts),
- *    in its thread (delivery-thread.ts) or, with the memory store or a store object, on this event loop;
+ *    in its thread (delivery-thread-run.ts; with tracing, its spans made there) or, with the memory
+ *    store or a store object, on this event loop;
  * 5. outcome recorded: it writes each attempt's outcome back to the outbox (record, release).
  */
 export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
 Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
+  const { store, postgres, webhooks } = source
+  const where = webhooks.delivery ?? 'thread'
+  const inThread = where === 'thread' && opensInThread(store)
   // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
   const wake = { delivery: NO_DELIVERY }
   const outbox = await open({
@@ -64,16 +68,21 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
       observer?.event(type, count)
       wake.delivery.wake()
     }),
-    ...(observer?.tracing && { traceContext: observer.tracing.traceContext })
+    ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
+    // The thread's own connection checkpoints a SQLite log.
+    ...(inThread && { checkpointedElsewhere: true })
   })
   const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
-  const where = source.webhooks.delivery ?? 'thread'
   if (where !== 'off') {
-    const { store, postgres, webhooks } = source
-    // Attempt spans need this thread's tracer: with tracing on, delivery stays on this event loop.
-    wake.delivery = where === 'thread' && opensInThread(store) && observer?.tracing === undefined
-      ? new DeliveryThread({ data: { store, postgres, webhooks }, log, onAttempt })
-      : new DeliveryWorker({ outbox, config, log, onAttempt, tracing: observer?.tracing })
+    const tracing = observer?.tracing
+    if (inThread) {
+      // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.
+      const traced = tracing?.thread
+      if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
+      wake.delivery = new DeliveryThread({ data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, onAttempt })
+    } else {
+      wake.delivery = new DeliveryWorker({ outbox, config, log, onAttempt, tracing })
+    }
   }
   observer?.outbox(outbox)
   return { outbox, delivery: wake.delivery }

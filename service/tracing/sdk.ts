@@ -1,44 +1,27 @@
 import { FastifyOtelInstrumentation } from '@fastify/otel'
-import { context, propagation, trace } from '@opentelemetry/api'
+import { context, trace } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { W3CTraceContextPropagator } from '@opentelemetry/core'
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
-import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
-import {
-  AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler, TracerProvider, type Sampler
-} from '@opentelemetry/sdk-trace'
+import { threadModule } from '../../src/service-api.js'
 import type { Config } from '../config.js'
 import { pathOf } from '../request-log.js'
-import type { OTEL_SAMPLERS } from './settings.js'
+import { tracerProvider, TRACER_NAME, type ProviderSettings } from './provider.js'
 import { tracedStore } from './store.js'
 import type { Tracing } from './index.js'
 import { webhookTracing } from './webhooks.js'
 
-const SERVICE_NAME = 'plant-store'
-const TRACER_NAME = 'plant-store'
-
-/** OTEL_TRACES_SAMPLER and its argument, as OpenTelemetry's SDK configuration defines them. */
-export function samplerOf (name: typeof OTEL_SAMPLERS[number], ratio: number): Sampler {
-  const root = { always_on: new AlwaysOnSampler(), always_off: new AlwaysOffSampler(), traceidratio: new TraceIdRatioBasedSampler(ratio) }
-  const kind = name.replace(/^parentbased_/, '') as keyof typeof root
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root: root[kind] }) : root[kind]
-}
+export { samplerOf } from './provider.js'
 
 /**
  * Sets up tracing (loaded only when it is on): a tracer provider exporting batches over OTLP/HTTP
- * (the exporter reads OTEL_EXPORTER_OTLP_* itself), W3C trace context, and what the service
- * traces: its requests (@fastify/otel, one span per request named by its route), its store, its
- * webhook deliveries. `system`: the store's database system (sqlite, postgresql, memory).
+ * (provider.ts), W3C trace context, and what the service traces: its requests (@fastify/otel, one
+ * span per request named by its route), its store, its webhook deliveries (their spans made in the
+ * delivery thread, which starts from delivery-thread.ts with these settings). `system`: the store's
+ * database system (sqlite, postgresql, memory).
  */
 export function startTracing (config: Config, system: string): Tracing {
-  const provider = new TracerProvider({
-    // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES, when set, win over the default name.
-    resource: defaultResource().merge(resourceFromAttributes({ 'service.name': SERVICE_NAME })).merge(detectResources({ detectors: [envDetector] })),
-    sampler: samplerOf(config.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on', config.OTEL_TRACES_SAMPLER_ARG ?? 1),
-    spanProcessors: [new BatchSpanProcessor({ exporter: new OTLPTraceExporter() })]
-  })
+  const settings: ProviderSettings = { sampler: config.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on', ratio: config.OTEL_TRACES_SAMPLER_ARG ?? 1 }
+  const provider = tracerProvider(settings)
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator())
   trace.setGlobalTracerProvider(provider)
   const requests = new FastifyOtelInstrumentation({
     // A span per request and one for its handler; a span for every hook would cost more than it tells.
@@ -56,7 +39,7 @@ export function startTracing (config: Config, system: string): Tracing {
   return {
     plugin: requests.plugin(),
     wrapStore: (store) => tracedStore(store, tracer, system),
-    webhooks: webhookTracing(tracer),
+    webhooks: { ...webhookTracing(tracer), thread: { entry: threadModule(import.meta.url, (extension) => new URL(`./delivery-thread${extension}`, import.meta.url), 'webhook-delivery-traced'), data: settings } },
     // Sends what is batched still: called last at shutdown, once the webhook attempts have ended.
     shutdown: () => provider.shutdown()
   }

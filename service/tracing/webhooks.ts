@@ -1,3 +1,4 @@
+import { threadId } from 'node:worker_threads'
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Link, type Tracer } from '@opentelemetry/api'
 import type { WebhookTracing } from '../../src/service-api.js'
 
@@ -20,7 +21,7 @@ export function linksTo (traceparent: string | undefined): Link[] {
  * client span of a trace of its own, linked to that one (it runs long after the request, and may
  * be one of many), and its request carries the attempt's traceparent.
  */
-export function webhookTracing (tracer: Tracer): WebhookTracing {
+export function webhookTracing (tracer: Tracer): Omit<WebhookTracing, 'thread'> {
   return {
     traceContext: () => traceparentOf(context.active()),
     attempt (delivery) {
@@ -32,7 +33,9 @@ export function webhookTracing (tracer: Tracer): WebhookTracing {
           'http.request.method': 'POST',
           'plant_store.webhook.endpoint': delivery.endpoint,
           'plant_store.webhook.message_id': delivery.messageId,
-          'plant_store.webhook.attempt': delivery.attempts + 1
+          'plant_store.webhook.attempt': delivery.attempts + 1,
+          // The thread that made it: the delivery thread's id, 0 for the main thread (in-process delivery).
+          'thread.id': threadId
         }
       })
       return {

@@ -397,8 +397,9 @@ class PostgresStore implements PlantStore, OutboxStore {
       // Made for every plant of the batch; only those of the rows inserted are stored.
       const at = new Date()
       const { payloads } = outbox.options
-      values.push(plants.map((plant) => payloads.created(plant, at)), plants.map(() => payloads.messageId()), at, outbox.to['plant.created'],
-        creates.map(({ traceContext }) => traceContext ?? null))
+      const traced = creates.some(({ traceContext }) => traceContext !== undefined)
+      values.push(JSON.stringify(plants.map((plant) => payloads.created(plant, at))), JSON.stringify(plants.map(() => payloads.messageId())), at,
+        outbox.to['plant.created'], traced ? JSON.stringify(creates.map(({ traceContext }) => traceContext ?? null)) : null)
     }
     return values
   }

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS webhook_endpoints (
 
 // The most finished events one prune removes: each prune is one short transaction.
 const PRUNE_BATCH = 250
+// The most events one INSERT writes (5 parameters each): a group commit's events take one statement per this many.
+const EVENTS_PER_INSERT = 64
 
 interface EventRow { seq: bigint, message_id: string, type: OutboxEventType, payload: string, created_at: bigint, trace_context: string | null }
 interface DeliveryRow { seq: bigint, endpoint: string, state: DeliveryState, attempts: bigint, due_at: bigint }
@@ -45,12 +47,22 @@ export interface SqliteRunner {
   read<R> (operation: () => R): Promise<R>
 }
 
+/** The INSERT of `count` events, prepared once per count as a group commit first needs it. */
+function eventInserts (db: Database.Database) {
+  const prepared: Array<Database.Statement<unknown[]>> = []
+  return (count: number) => {
+    prepared[count] ??= db.prepare('INSERT INTO webhook_events (message_id, type, payload, created_at, trace_context) VALUES ' +
+      Array(count).fill('(?, ?, ?, ?, ?)').join(', '))
+    return prepared[count]
+  }
+}
+
 /** The outbox's statements, prepared once. */
 function prepareOutboxStatements (db: Database.Database) {
-  const insertEvent = db.prepare<[string, string, string, number, string | null]>(
-    'INSERT INTO webhook_events (message_id, type, payload, created_at, trace_context) VALUES (?, ?, ?, ?, ?)')
-  const insertDelivery = db.prepare<[bigint, string, number]>(
-    'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) VALUES (?, ?, \'pending\', 0, ?)')
+  const insertEvents = eventInserts(db)
+  // The deliveries of the events just written (seq from, to): each INSERT numbers its rows one after another.
+  const insertDeliveries = db.prepare<[string, number, bigint, bigint]>(
+    'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) SELECT seq, ?, \'pending\', 0, ? FROM webhook_events WHERE seq BETWEEN ? AND ?')
 
   const claimDue = db.prepare<[{ claim: string, leasedUntil: number, endpoint: string, now: number, limit: number }], { seq: bigint, attempts: bigint }>(`
     UPDATE webhook_deliveries SET claim = @claim, due_at = @leasedUntil
@@ -84,7 +96,7 @@ function prepareOutboxStatements (db: Database.Database) {
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT ?`)
   const removeFrom = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'].map((table) =>
     db.prepare<[bigint]>(`DELETE FROM ${table} WHERE seq = ?`))
-  return { insertEvent, insertDelivery, claimDue, eventBySeq, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
+  return { insertEvents, insertDeliveries, claimDue, eventBySeq, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
 }
 
 type OutboxStatements = ReturnType<typeof prepareOutboxStatements>
@@ -244,24 +256,33 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
   const statements = prepareOutboxStatements(db)
   const to = subscribersOf(endpoints)
 
-  /** Writes an event and its deliveries; inside the caller's transaction. */
-  function add (type: OutboxEventType, payload: string, at: number, traceContext: string | undefined): void {
-    const seq = statements.insertEvent.run(payloads.messageId(), type, payload, at, traceContext ?? null).lastInsertRowid as bigint
-    for (const endpoint of to[type]) statements.insertDelivery.run(seq, endpoint, at)
+  /** Writes events of one type and their deliveries, a statement per EVENTS_PER_INSERT events and one per endpoint; inside the caller's transaction. */
+  function add (type: OutboxEventType, events: ReadonlyArray<{ payload: string, traceContext: string | undefined }>, at: number): void {
+    for (let from = 0; from < events.length; from += EVENTS_PER_INSERT) {
+      const chunk = events.slice(from, from + EVENTS_PER_INSERT)
+      const values: unknown[] = []
+      for (const { payload, traceContext } of chunk) values.push(payloads.messageId(), type, payload, at, traceContext ?? null)
+      const last = statements.insertEvents(chunk.length).run(values).lastInsertRowid as bigint
+      for (const endpoint of to[type]) statements.insertDeliveries.run(endpoint, at, last - BigInt(chunk.length - 1), last)
+    }
   }
 
   const outbox: WebhookOutbox = new SqliteOutbox(db, statements, runner, endpoints)
   return {
     outbox,
-    /** Inside the plant's transaction: its event, when an endpoint takes plant.created. */
-    created (plant: { id: bigint, name: string, tag?: string }, at: number, traceContext?: string): boolean {
-      if (to['plant.created'].length === 0) return false
-      add('plant.created', payloads.created(plant, new Date(at)), at, traceContext)
-      return true
+    /**
+     * Inside the transaction that inserted `plants`: their events, in that order, when an endpoint
+     * takes plant.created; returns how many were written.
+     */
+    created (plants: ReadonlyArray<{ plant: { id: bigint, name: string, tag?: string }, traceContext: string | undefined }>, at: number): number {
+      if (to['plant.created'].length === 0 || plants.length === 0) return 0
+      const date = new Date(at)
+      add('plant.created', plants.map(({ plant, traceContext }) => ({ payload: payloads.created(plant, date), traceContext })), at)
+      return plants.length
     },
     deleted (id: bigint, at: number, traceContext?: string): boolean {
       if (to['plant.deleted'].length === 0) return false
-      add('plant.deleted', payloads.deleted(id, new Date(at)), at, traceContext)
+      add('plant.deleted', [{ payload: payloads.deleted(id, new Date(at)), traceContext }], at)
       return true
     }
   }

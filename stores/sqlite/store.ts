@@ -24,9 +24,10 @@ const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|READONLY|IOERR|FULL|CANTOPEN|PRO
 
 // better-sqlite3 is synchronous: a busy_timeout would wait for another process's lock with the
 // event loop blocked, and every request with it. A statement fails at once instead and is tried
-// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503.
+// again between turns of the loop, for up to BUSY_WAIT_MS before its request gets 503. The first
+// waits are short: the delivery thread's bookkeeping holds the lock for well under a millisecond.
 const BUSY_WAIT_MS = 250
-const BUSY_RETRY_MS = 10
+const BUSY_RETRY_MS = [1, 2, 5, 10]
 // Opening happens before the service takes requests: there, blocking for the lock is harmless.
 const OPEN_BUSY_TIMEOUT_MS = 1000
 
@@ -36,6 +37,10 @@ const OPEN_BUSY_TIMEOUT_MS = 1000
 // SQLite itself truncates it back to this size when it starts over (journal_size_limit).
 export const WAL_LIMIT_BYTES = 4 * 1024 * 1024
 const WAL_CHECK_MS = 1000
+// A bookkeeping connection (the delivery thread's) also checkpoints the log this often, for an API
+// connection that leaves checkpoints to it (OutboxOptions.checkpointedElsewhere). PASSIVE: it waits
+// for no one, and copies what no reader still needs.
+export const BOOKKEEPING_CHECKPOINT_MS = 250
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
@@ -79,16 +84,16 @@ function translate (error: unknown): unknown {
 
 const isBusy = (error: unknown) => error instanceof SqliteError && error.code.startsWith('SQLITE_BUSY')
 
-/** Runs `operation`, again every BUSY_RETRY_MS while another connection holds the lock it needs. */
+/** Runs `operation`, again after each wait of BUSY_RETRY_MS (the last one repeated) while another connection holds the lock it needs. */
 async function retriedWhileBusy<R> (operation: () => R): Promise<R> {
   const deadline = performance.now() + BUSY_WAIT_MS
-  for (;;) {
+  for (let retry = 0; ; retry++) {
     try {
       return operation()
     } catch (error) {
       if (!isBusy(error) || performance.now() >= deadline) throw error
     }
-    await sleep(BUSY_RETRY_MS)
+    await sleep(BUSY_RETRY_MS[Math.min(retry, BUSY_RETRY_MS.length - 1)])
   }
 }
 
@@ -152,11 +157,13 @@ class OpenedFiles {
   lost = false
   #leftNothing = false
   readonly #walTimer: NodeJS.Timeout
+  readonly #checkpointTimer: NodeJS.Timeout | undefined
 
-  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog) {
+  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog, checkpoints: boolean) {
     this.paths = sqliteFiles(file)
     this.#opened = this.paths.map((path) => statSync(path))
     this.#walTimer = setInterval(() => this.#truncateWal(), WAL_CHECK_MS).unref()
+    if (checkpoints) this.#checkpointTimer = setInterval(() => this.#checkpoint(), BOOKKEEPING_CHECKPOINT_MS).unref()
   }
 
   assertKept () {
@@ -241,8 +248,18 @@ class OpenedFiles {
     }
   }
 
+  #checkpoint () {
+    try {
+      this.db.pragma('wal_checkpoint(PASSIVE)')
+    /* c8 ignore next 3: only a failing disk or a database moved away lands here */
+    } catch {
+      // The next tick tries again; the API's writes report the failure.
+    }
+  }
+
   stopWatching () {
     clearInterval(this.#walTimer)
+    clearInterval(this.#checkpointTimer)
   }
 }
 
@@ -269,22 +286,28 @@ class SqliteStore implements PlantStore, OutboxStore {
     const db = this.#db = openDatabase(file)
     // Its commits are claims and results, not plants: in WAL they skip the fsync (they survive a
     // crash of the process, not of the machine, where a lost mark only sends again), so that it
-    // holds the write lock a create waits for only microseconds.
+    // holds the write lock a create waits for only microseconds. It checkpoints the log too.
     if (bookkeeping) db.pragma('synchronous = NORMAL')
     const statements = this.#statements = prepareStatements(db)
-    this.#files = new OpenedFiles(file, db, log)
-    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => batch.map(({ plant, traceContext }) => {
-      try {
-        statements.insert.run(plant.id, plant.name, plant.tag ?? null)
-      } catch (error) {
-        // A taken id fails its own statement only; any other failure ends the whole transaction.
-        if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
-        throw error
-      }
-      // Outside that catch: a failure to write the event fails the batch, never passes for a 409.
-      if (this.#outbox?.created(plant, at, traceContext)) this.#events++
-      return undefined
-    }))
+    this.#files = new OpenedFiles(file, db, log, bookkeeping)
+    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
+      const inserted: PendingCreate[] = []
+      const failures = batch.map((create) => {
+        const { plant } = create
+        try {
+          statements.insert.run(plant.id, plant.name, plant.tag ?? null)
+        } catch (error) {
+          // A taken id fails its own statement only; any other failure ends the whole transaction.
+          if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+          throw error
+        }
+        inserted.push(create)
+        return undefined
+      })
+      // The events of the plants inserted, together. Outside that catch: a failure to write them fails the batch, never passes for a 409.
+      this.#events = this.#outbox?.created(inserted, at) ?? 0
+      return failures
+    })
     this.#removeWithEvent = db.transaction((id: bigint, at: number, traceContext: string | undefined) => {
       const deleted = statements.remove.run(id).changes > 0
       return { deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
@@ -316,10 +339,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   async #commitBatch (batch: PendingCreate[]) {
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await this.#write(() => {
-        this.#events = 0
-        return this.#insertBatch(batch, Date.now())
-      })
+      failures = await this.#write(() => this.#insertBatch(batch, Date.now()))
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
@@ -357,6 +377,8 @@ class SqliteStore implements PlantStore, OutboxStore {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
     this.#committed = options.committed ?? this.#committed
     this.#traceContext = options.traceContext ?? this.#traceContext
+    // Its commits no longer copy the log into the database (and fsync it) on this thread.
+    if (options.checkpointedElsewhere === true) this.#db.pragma('wal_autocheckpoint = 0')
     return this.#outbox.outbox
   }
 
@@ -381,7 +403,7 @@ class SqliteStore implements PlantStore, OutboxStore {
 export interface SqliteStoreOptions {
   /** Where the store says what became of a database moved or replaced under it. */
   log?: StoreLog
-  /** A connection that writes only the outbox's bookkeeping (the delivery thread's). */
+  /** A connection that writes only the outbox's bookkeeping (the delivery thread's); it checkpoints the log. */
   bookkeeping?: boolean
 }
 

@@ -167,6 +167,19 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
     }
   })
 
+  withOutbox('a burst of 150 creates at once: each has its event and a pending delivery per endpoint, with unique seqs', ['all', 'created', 'deleted'], async (store, outbox) => {
+    const plants = Array.from({ length: 150 }, (_, index) => ({ id: BigInt(1000 - 3 * index), name: `burst ${index}`, ...(index % 2 === 0 && { tag: `t${index}` }) }))
+    await Promise.all(plants.map((plant) => store.create(plant)))
+    const events = await allEvents(outbox)
+    assert.equal(events.length, plants.length, 'one event per create')
+    assert.equal(new Set(events.map(({ seq }) => seq)).size, plants.length, 'each its own seq')
+    for (const event of events) {
+      const plant = plants.find(({ id }) => id === idOf(event))!
+      assert.equal(event.payload, plantCreatedPayload(plant, event.createdAt), `the event of ${plant.id} carries its plant`)
+      assert.deepEqual(event.deliveries.map(({ endpoint, state, attempts }) => [endpoint, state, attempts]), [['all', 'pending', 0], ['created', 'pending', 0]])
+    }
+  })
+
   withOutbox('int64 extremes and 2^53+1 are exact in the payload', ['created'], async (store, outbox) => {
     const ids = [INT64_MAX, INT64_MIN, 2n ** 53n + 1n]
     for (const id of ids) await store.create({ id, name: String(id) })

@@ -64,6 +64,8 @@ t.test('traces of the app: a span per request named by its route, per store oper
   t.ok(unreachable.length > 0 && unreachable.every((span) =>
     attributesOf(span)['plant_store.webhook.outcome'] === 'network' && attributesOf(span)['error.type'] === 'ECONNREFUSED'), 'one that had no answer: its error')
   t.ok(attempts.every((span) => span.links?.[0]?.spanId === named('INSERT plants')[0]!.spanId), 'each linked to the create')
+  t.ok([...attempts, ...unreachable].every((span) => Number(attributesOf(span)['thread.id']) > 0),
+    'each made in the delivery thread (thread.id), not on the thread that serves HTTP (0)')
   t.same(hook.received.map(({ headers }) => headers.traceparent), attempts.map((span) => `00-${span.traceId}-${span.spanId}-01`),
     'each request carries its attempt\'s traceparent')
 })

@@ -1,11 +1,13 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { StoreUnavailableError } from '../../errors/index.js'
 import { openStore } from '../../stores/index.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { openSqliteStore, WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
 import { buildApp } from '../../service/app.js'
+import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { messageId } from '../../webhooks/signing.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
 
 t.test('the file is created on first start, in WAL mode with fsync on every commit', async (t) => {
@@ -154,4 +156,46 @@ t.test('a file moved away or replaced while open: writes, reads and ping are 503
   renameSync(join(dir, 'other', 'plants.db'), file)
   await t.rejects(store.create({ id: 3n, name: 'lost' }), unavailable, 'a create into a file replaced by another')
   await t.rejects(store.ping(), unavailable, 'ping')
+})
+
+const FRAME_BYTES = 4096 + 24
+const fileSize = (path: string) => existsSync(path) ? statSync(path).size : 0
+const outboxOptions = (checkpointedElsewhere: boolean) => ({
+  endpoints: [{ name: 'e', events: ['plant.created' as const] }],
+  payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
+  checkpointedElsewhere
+})
+
+t.test('an outbox checkpointed elsewhere: the store\'s own commits never copy the log into the database; SQLite\'s would at 1,000 pages', async (t) => {
+  const most: Record<string, number> = {}
+  for (const elsewhere of [false, true]) {
+    const file = join(t.testdir(), `plants-${elsewhere}.db`)
+    const store = openSqliteStore(file)
+    await store.openOutbox(outboxOptions(elsewhere))
+    // Commit after commit, each a few pages of the log: past SQLite's automatic checkpoint (1,000
+    // pages), up to the store's own bound (4 MiB, about 1,018 pages), past which its timer truncates.
+    let bytes = 0
+    for (let id = 1n; id <= 600n && bytes <= WAL_LIMIT_BYTES; id++) {
+      await store.create({ id, name: 'n'.repeat(500) })
+      bytes = Math.max(bytes, fileSize(`${file}-wal`))
+    }
+    await store.close()
+    most[String(elsewhere)] = bytes
+  }
+  t.ok(most.false < 1010 * FRAME_BYTES, `left to itself, the log starts over at 1,000 pages (at most ${most.false} bytes)`)
+  t.ok(most.true > WAL_LIMIT_BYTES, `checkpointed elsewhere, it grows on, past the store's own bound (${most.true} bytes)`)
+})
+
+t.test('a bookkeeping connection checkpoints the log on its own timer, with no write of its own', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  await store.openOutbox(outboxOptions(true))
+  for (let id = 1n; id <= 50n; id++) await store.create({ id, name: 'n'.repeat(2000) })
+  const before = fileSize(file)
+  const bookkeeping = openSqliteStore(file, { bookkeeping: true })
+  t.teardown(() => bookkeeping.close())
+  const start = Date.now()
+  while (fileSize(file) === before && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(fileSize(file) > before, `the database file took in the log's pages (${before} -> ${fileSize(file)} bytes)`)
 })

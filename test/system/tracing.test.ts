@@ -88,6 +88,7 @@ t.test('with OTEL_EXPORTER_OTLP_ENDPOINT, a create is traced from its request th
   t.same(attempt!.links?.map(({ traceId, spanId }) => ({ traceId, spanId })), [{ traceId: store!.traceId, spanId: store!.spanId }],
     'linked to the create that caused it')
   t.equal(attribute(attempt!.attributes, 'plant_store.webhook.outcome'), 'success')
+  t.ok(Number(attribute(attempt!.attributes, 'thread.id')) > 0, 'made in the delivery thread (thread.id), not on the thread that serves HTTP (0)')
   const [, traceId, spanId] = TRACEPARENT.exec(String(delivery.headers.traceparent)) ?? []
   t.same({ traceId, spanId }, { traceId: attempt!.traceId, spanId: attempt!.spanId }, 'the delivery request carries the attempt\'s traceparent')
 })

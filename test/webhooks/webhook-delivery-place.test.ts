@@ -1,7 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify from 'fastify'
 import t from 'tap'
-import { build, createPlant } from '../helpers/app.js'
+import plantStore from '../../src/plugin.js'
+import { build, collectLogs, createPlant, TOKEN } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { median } from '../helpers/time.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
@@ -30,6 +33,15 @@ t.test('SQLite, delivery thread (the default): each create delivered; its attemp
     latencies.push(receiver.received[id - 1].at - created)
   }
   t.ok(median(latencies) < 250, `delivered a median ${median(latencies)} ms after the create (${latencies.join(', ')})`)
+  if (process.platform === 'linux') {
+    // Each thread's nice value (field 19 of its stat): the delivery thread's is its own.
+    const niceOf = (task: string) => {
+      const stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8')
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16])
+    }
+    const api = niceOf(String(process.pid))
+    t.ok(readdirSync('/proc/self/task').some((task) => niceOf(task) === Math.min(api + 10, 19)), `the delivery thread runs at nice ${Math.min(api + 10, 19)}, below the API's ${api}`)
+  }
 })
 
 t.test('delivery in-process on SQLite; off: events written, none sent, until an app that delivers opens the file', async (t) => {
@@ -68,4 +80,23 @@ t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plan
   t.equal(counted, '1', 'its /metrics counts the attempt')
   await apiOnly.close()
   await delivery.close()
+})
+
+t.test('a host\'s tracing without a thread module: delivery still in the thread, its attempts without span, said once in the log', async (t) => {
+  const receiver = await startReceiver(t)
+  const { lines, logger } = collectLogs('warn')
+  const app = Fastify({ logger })
+  t.teardown(() => app.close())
+  let attemptSpans = 0
+  const tracing = { traceContext: () => undefined, attempt () { attemptSpans++; return { traceparent: undefined, end () {} } } }
+  await app.register(plantStore, {
+    tokens: [TOKEN],
+    store: `sqlite:${join(t.testdir({}), 'plants.db')}`,
+    webhooks: webhooksFor([{ url: receiver.url, secret: newSecret() }]),
+    observeWebhooks: { event () {}, attempt () {}, outbox () {}, tracing }
+  })
+  t.equal((await createPlant(app as never, '{"id":1,"name":"a"}')).statusCode, 200)
+  t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'delivered')
+  t.equal(attemptSpans, 0, 'no span made on this thread')
+  t.same(lines.filter(({ msg }) => String(msg).includes('no thread module')).length, 1, 'the log says so')
 })

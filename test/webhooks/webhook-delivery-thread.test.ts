@@ -54,10 +54,11 @@ t.test('stop: a thread that stops when asked is waited for; one that does not is
   t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in started'), 30_000))
   obedient.wake()
   obedient.wake()
+  // Two in a row are one wake-up, unless the thread happens to wake between them (the doorbell's own test shows it).
+  t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in rung'), 10_000), 'the thread hears the commits, without a message')
   obedient.pause()
-  t.ok(await eventually(() => lines.filter(({ message }) => message === 'stand-in told').length === 2, 10_000))
-  t.same(lines.filter(({ message }) => message === 'stand-in told').map(({ object }) => object.received), ['pause', 'wake'],
-    'two wakes in one turn are one message, posted on the next turn')
+  t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in told'), 10_000))
+  t.same(lines.filter(({ message }) => message === 'stand-in told').map(({ object }) => object.received), ['pause'], 'the pause is a message')
   await obedient.stop(10_000)
   t.notOk(lines.some(({ level }) => level === 'error'), 'a thread stopped is not started again')
   await obedient.stop(10_000)

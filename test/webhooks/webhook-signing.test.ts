@@ -73,3 +73,9 @@ t.test('each attempt signs its own timestamp; the id stays', async (t) => {
     t.throws(() => verify(BODY, { ...second, 'webhook-timestamp': first['webhook-timestamp'] }), 'a signature binds its timestamp')
   }
 })
+
+t.test('message ids: each of 1,000 (several refills of the random pool) different, 128 bits in hex', async (t) => {
+  const ids = Array.from({ length: 1000 }, () => messageId())
+  t.equal(new Set(ids).size, ids.length, 'all different')
+  t.ok(ids.every((id) => /^msg_[0-9a-f]{32}$/.test(id)), 'msg_ and 32 hex digits')
+})
