@@ -14,6 +14,7 @@ export const MAX_INTERIM_RESPONSES = 8
 export const MAX_INTERIM_BYTES = 64 * 1024
 /** The error of an attempt ended by abort(), at shutdown. */
 export const ABORTED = 'aborted at shutdown'
+const ABORTED_CODE = 'EWEBHOOKABORTED'
 // undici ends the connection at an unasked-for 100 Continue with this socket error.
 const INTERIM_REFUSED = 'bad response'
 
@@ -66,16 +67,14 @@ class Attempt implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout
   private readonly start = performance.now()
 
-  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number, private readonly live: Set<Attempt>) {
+  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number) {
     this.timer = setTimeout(() => this.cut({ outcome: 'timeout', error: 'timeout' }), timeout)
-    live.add(this)
   }
 
   private settle (result: Outcome): void {
     if (this.settled) return
     this.settled = true
     clearTimeout(this.timer)
-    this.live.delete(this)
     // Each outcome is an object of its own: completed in place.
     const done = result as AttemptResult
     done.durationMs = performance.now() - this.start
@@ -83,7 +82,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   /** Ends the attempt with `result` and drops its connection (at once, or once it has one). */
-  cut (result: Outcome): void {
+  private cut (result: Outcome): void {
     this.settle(result)
     this.abortRequest?.(new Error(result.error))
   }
@@ -126,6 +125,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onError (error: Error & { code?: string }): void {
+    if (error.code === ABORTED_CODE) return this.settle({ outcome: 'network', error: ABORTED })
     if (this.status !== 0) return this.settle(this.answered())
     if (error.code === 'EWEBHOOKBLOCKED') return this.settle({ outcome: 'blocked', error: 'blocked' })
     if (error.code === 'UND_ERR_SOCKET' && error.message === INTERIM_REFUSED) {
@@ -141,8 +141,6 @@ export class EndpointSender {
   private readonly path: string
   /** The URL's host is an address refused (a name is checked at each connect, by the lookup). */
   private readonly blocked: boolean
-  /** The attempts not yet settled, queued or in flight: abort() ends them. */
-  private readonly live = new Set<Attempt>()
 
   constructor (url: URL, allowed: Networks, private readonly timeout: number, maxSockets: number) {
     // The connector resolves through the filter: the socket connects only to an address checked there.
@@ -158,20 +156,24 @@ export class EndpointSender {
    */
   send (headers: Record<string, string>, body: string | Buffer): Promise<AttemptResult> {
     return new Promise((resolve) => {
-      const attempt = new Attempt(resolve, this.timeout, this.live)
+      const attempt = new Attempt(resolve, this.timeout)
       if (this.blocked) return attempt.onError(Object.assign(new Error('blocked'), { code: 'EWEBHOOKBLOCKED' }))
       this.pool.dispatch({ method: 'POST', path: this.path, headers: { ...headers, 'user-agent': WEBHOOK_USER_AGENT }, body }, attempt)
     })
   }
 
-  /** Ends every attempt not yet settled (at shutdown): each as a `network` failure, its connection dropped. */
+  /**
+   * Ends every attempt not yet settled, queued or in flight (at shutdown), each as a `network`
+   * failure, its connection dropped; the pool is closed. (The pool ends them all with this error:
+   * no attempt is tracked for it, which cost the garbage collector more than the attempt itself.)
+   */
   abort (): void {
-    for (const attempt of this.live) attempt.cut({ outcome: 'network', error: ABORTED })
+    this.close(Object.assign(new Error(ABORTED), { code: ABORTED_CODE }))
   }
 
-  close (): void {
+  close (error?: Error): void {
     // Destroying a pool rejects only if it is already destroyed: nothing to do then.
     /* c8 ignore next */
-    this.pool.destroy().catch(() => {})
+    this.pool.destroy(error ?? null).catch(() => {})
   }
 }

@@ -21,6 +21,8 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** How often due deliveries are looked for when nothing wakes the worker. */
   pollMs?: number
+  /** Claims a wake-up starts come at most this often (see wake()). */
+  claimGapMs?: number
   /** How often finished events past the retention are looked for (default every minute). */
   pruneEveryMs?: number
   now?: () => number
@@ -31,14 +33,15 @@ export interface DeliveryWorkerOptions {
 
 export const DEFAULT_CONCURRENCY = 64
 export const DEFAULT_POLL_MS = 1000
+export const DEFAULT_CLAIM_GAP_MS = 20
 // A fast endpoint's backlog is claimed up to this many times its attempts in flight at once, the
 // rest waiting in the worker: its claims and results then cost a few large transactions, not many
 // small ones. How far ahead follows its recent attempts' duration (see claimAhead).
-const MAX_CLAIMED_PER_SLOT = 4
+const MAX_CLAIMED_PER_SLOT = 8
 // The results of the attempts that end within this time are written together, in one transaction;
 // as soon as this many are waiting, at once.
 const FLUSH_DELAY_MS = 20
-const FLUSH_BATCH = 256
+const FLUSH_BATCH = 512
 // A claim outlives its attempt (bounded by the timeout) by as long again plus a second, to write
 // the result; after that, another instance may take the delivery over.
 const leaseFor = (timeout: number) => 2 * timeout + 1000
@@ -75,6 +78,8 @@ export class DeliveryWorker {
   private readonly concurrency: number
   private readonly leaseMs: number
   private readonly pollMs: number
+  private readonly claimGapMs: number
+  private lastClaimAt = -Infinity
   private readonly now: () => number
   private readonly random: () => number
   private readonly timeout: number
@@ -100,6 +105,7 @@ export class DeliveryWorker {
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
     this.leaseMs = leaseFor(config.timeout)
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS
+    this.claimGapMs = options.claimGapMs ?? DEFAULT_CLAIM_GAP_MS
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
     this.timeout = config.timeout
@@ -124,13 +130,22 @@ export class DeliveryWorker {
   }
 
   /** Looks for due deliveries soon: once per turn of the event loop, however often it is called. */
+  /**
+   * Looks for due deliveries soon: on the next turn of the event loop, or, within `claimGapMs` of
+   * the last claim, once that much has passed; once however often it is called meanwhile. After a
+   * quiet spell an event leaves at once; under a stream of creates, each claim takes the events of
+   * `claimGapMs` together, in one statement.
+   */
   wake (): void {
     if (this.woken || this.stopping) return
     this.woken = true
-    setImmediate(() => {
+    const run = () => {
       this.woken = false
       this.tick()
-    })
+    }
+    const wait = this.lastClaimAt + this.claimGapMs - performance.now()
+    if (wait > 0) setTimeout(run, wait)
+    else setImmediate(run)
   }
 
   private tick (): void {
@@ -170,6 +185,7 @@ export class DeliveryWorker {
           const limit = this.room(endpoint)
           if (limit > 0) wants.push({ endpoint: endpoint.config.name, limit })
         }
+        this.lastClaimAt = performance.now()
         const claimed = await this.options.outbox.claim(wants, this.leaseMs)
         if (this.stopping) {
           this.releases.push(...claimed)
