@@ -227,46 +227,76 @@ async function rateMeasure (store: string, url: () => Promise<string>) {
 
 const BACKLOG = 20_000
 
+/** Waits until the receiver has counted nothing new for 100 ms (it prints its count every 20 ms). */
+async function receiverQuiet (): Promise<void> {
+  for (let last = -1; last !== received; await sleep(100)) last = received
+}
+
 /**
  * Delivery alone: an API-only instance (WEBHOOK_DELIVERY=off) writes BACKLOG events, then a
- * delivery-only instance (only) drains them to the receiver; its CPU per delivery, beside a bare
- * undici script that signs and POSTs the same bodies (bench/undici-baseline.ts).
+ * delivery-only instance (only) drains them to the receiver; its CPU per delivery, counted from
+ * its first delivery (its start, its thread's modules and store connection, is not the drain's),
+ * beside a run of the bare undici script (bench/undici-baseline.ts) just before it, `rounds`
+ * times: medians, and the median of the per-round ratios.
  */
 async function drainCost (store: string, url: string) {
   const env = { DATABASE_URL: url, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0', ...webhookEnv }
   const api = await startServer({ name: `${store} api-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'off' }, stderrFile: join(tmp, `${store}-api.log`) })
-  await creates(api, { amount: BACKLOG })
-  const before = received
-  const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'only' }, stderrFile: join(tmp, `${store}-delivery.log`) })
-  const cpu = cpuMicros(delivery.pid)
-  const start = performance.now()
-  const drained = () => received - before >= BACKLOG
-  while (!drained() && performance.now() - start < 300_000) await sleep(20)
-  const perDelivery = (cpuMicros(delivery.pid) - cpu) / (received - before)
-  await Promise.all([stop(api), stop(delivery)])
-  lines.push(`${store}: delivery-only process draining ${received - before} events: ${perDelivery.toFixed(1)} µs CPU per delivery, ` +
-    `${((received - before) / ((performance.now() - start) / 1000)).toFixed(0)} deliveries/s`)
+  const runs: Array<{ perDelivery: number, floor: number, rate: number }> = []
+  for (let round = 1; round <= rounds; round++) {
+    const floor = await floorRun('undici')
+    await creates(api, { amount: BACKLOG })
+    await receiverQuiet()
+    const before = received
+    const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'only' }, stderrFile: join(tmp, `${store}-delivery.log`) })
+    const deadline = performance.now() + 300_000
+    const delivered = () => received - before
+    while (delivered() === 0 && performance.now() < deadline) await sleep(1)
+    const [cpu, first, start] = [cpuMicros(delivery.pid), received, performance.now()]
+    while (delivered() < BACKLOG && performance.now() < deadline) await sleep(5)
+    const perDelivery = (cpuMicros(delivery.pid) - cpu) / (received - first)
+    runs.push({ perDelivery, floor, rate: (received - first) / ((performance.now() - start) / 1000) })
+    await stop(delivery)
+    progress(`[${store} drain round ${round}/${rounds}] ${delivered()} delivered; ${perDelivery.toFixed(1)} µs CPU per delivery, undici floor ${floor.toFixed(1)} µs`)
+  }
+  await stop(api)
+  const perDelivery = median(runs.map((run) => run.perDelivery))
+  lines.push(`${store}: delivery-only process draining ${BACKLOG} events: ${perDelivery.toFixed(1)} µs CPU per delivery, ` +
+    `${median(runs.map(({ rate }) => rate)).toFixed(0)} deliveries/s; the bare undici script beside it ${median(runs.map(({ floor }) => floor)).toFixed(1)} µs: ` +
+    `${median(runs.map((run) => run.perDelivery / run.floor)).toFixed(2)}x (median of ${rounds} per-round ratios)`)
   progress(lines.at(-1)!)
   return perDelivery
 }
 
-/** The bare undici script's CPU per delivery, median of three runs of BACKLOG. */
-async function undiciFloor (): Promise<number> {
+/** One run of the bare script (bench/undici-baseline.ts) with `client`: its CPU per delivery of BACKLOG. */
+async function floorRun (client: 'undici' | 'http'): Promise<number> {
   const script = fileURLToPath(new URL('./undici-baseline.js', import.meta.url))
-  const runs: number[] = []
-  for (let run = 0; run < 3; run++) {
-    // On the service's core, as the service is.
-    const node = [process.execPath, script, webhookEnv.WEBHOOK_URL, secret, String(BACKLOG), '64']
-    const child = spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '0', ...node] : node.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.child.stdout!.on('data', (chunk: Buffer) => { out += String(chunk) })
-    await new Promise((resolve) => child.child.once('exit', resolve))
-    runs.push(Number(out.trim()))
-  }
-  lines.push(`bare undici script (sign + Pool.request, 64 in flight): ${median(runs).toFixed(1)} µs CPU per delivery (runs ${runs.map((run) => run.toFixed(1)).join(', ')})`)
-  progress(lines.at(-1)!)
+  // On the service's core, as the service is.
+  const node = [process.execPath, script, webhookEnv.WEBHOOK_URL, secret, String(BACKLOG), '64', client]
+  const child = spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '0', ...node] : node.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.child.stdout!.on('data', (chunk: Buffer) => { out += String(chunk) })
+  await new Promise((resolve) => child.child.once('exit', resolve))
   // Not the service's: left out of the receiver's count below.
-  floorDeliveries += 3 * BACKLOG
+  floorDeliveries += BACKLOG
+  return Number(out.trim())
+}
+
+/**
+ * The bare undici script's CPU per delivery, median of three runs of BACKLOG; beside each, the
+ * same script with node:http and a keep-alive Agent (the client the service used before undici).
+ */
+async function undiciFloor (): Promise<number> {
+  const runs: number[] = []
+  const http: number[] = []
+  for (let run = 0; run < 3; run++) {
+    runs.push(await floorRun('undici'))
+    http.push(await floorRun('http'))
+  }
+  lines.push(`bare undici script (sign + Pool.request, 64 in flight): ${median(runs).toFixed(1)} µs CPU per delivery (runs ${runs.map((run) => run.toFixed(1)).join(', ')})`,
+    `bare node:http script (sign + http.request, keep-alive Agent, 64 in flight): ${median(http).toFixed(1)} µs CPU per delivery ` +
+    `(${median(http.map((each, index) => each / runs[index])).toFixed(2)}x undici, median of per-run ratios)`)
+  progress(lines.slice(-2).join('\n'))
   return median(runs)
 }
 
@@ -282,7 +312,7 @@ try {
     if (parts.has('drain')) {
       const drain = await drainCost('sqlite', `sqlite:${join(tmp, 'drain.db')}`)
       lines.push(`sqlite: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
-      sent += BACKLOG
+      sent += rounds * BACKLOG
     }
   }
   if (stores.includes('postgres')) {
@@ -313,7 +343,7 @@ try {
         if (parts.has('drain')) {
           const drain = await drainCost('postgres', await postgresUrl())
           lines.push(`postgres: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
-          sent += BACKLOG
+          sent += rounds * BACKLOG
         }
       } finally {
         await stopAll()

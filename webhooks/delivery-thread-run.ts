@@ -46,10 +46,19 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
   const line = (level: LogLevel) => (object: object, message: string) => post({ kind: 'log', level, object, message })
   const log = { warn: line('warn'), info: line('info') }
 
-  let attempts: Array<[string, AttemptOutcome, number]> = []
+  // The durations of the attempts not yet told, by endpoint and outcome.
+  let attempts = new Map<string, { endpoint: string, outcome: AttemptOutcome, seconds: number[] }>()
+  const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => {
+    const key = `${outcome} ${endpoint}`
+    let group = attempts.get(key)
+    if (group === undefined) attempts.set(key, group = { endpoint, outcome, seconds: [] })
+    group.seconds.push(seconds)
+  }
   const tellAttempts = () => {
-    if (attempts.length > 0) post({ kind: 'attempts', attempts })
-    attempts = []
+    if (attempts.size > 0) {
+      post({ kind: 'attempts', attempts: [...attempts.values()].map(({ endpoint, outcome, seconds }) => [endpoint, outcome, Float64Array.from(seconds)]) })
+    }
+    attempts = new Map()
   }
   const teller = setInterval(tellAttempts, ATTEMPTS_EVERY_MS).unref()
 
@@ -60,7 +69,7 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
     ? (await loadDriver('better-sqlite3', () => import('../stores/sqlite/store.js'))).openSqliteStore(data.store.slice('sqlite:'.length), { log: storeLog, bookkeeping: true })
     : await openStore(data.store, { ...data.postgres, poolSize: POOL_SIZE, log: storeLog }) as PlantStore & OutboxStore
   const outbox = await store.openOutbox(outboxOptions(config))
-  const worker = new DeliveryWorker({ outbox, config, log, onAttempt: (...attempt) => attempts.push(attempt), tracing: traced?.tracing })
+  const worker = new DeliveryWorker({ outbox, config, log, onAttempt, tracing: traced?.tracing })
 
   const bell = listen(data.bell, () => worker.wake(), WAKE_GAP_MS)
 

@@ -12,6 +12,9 @@ const MAX_BODY_BYTES = 64 * 1024
 // holds the attempt (and a connection) for nothing and is cut off.
 export const MAX_INTERIM_RESPONSES = 8
 export const MAX_INTERIM_BYTES = 64 * 1024
+/** The error of an attempt ended by abort(), at shutdown. */
+export const ABORTED = 'aborted at shutdown'
+const ABORTED_CODE = 'EWEBHOOKABORTED'
 // undici ends the connection at an unasked-for 100 Continue with this socket error.
 const INTERIM_REFUSED = 'bad response'
 
@@ -25,6 +28,15 @@ export interface AttemptResult {
 }
 
 type Outcome = Omit<AttemptResult, 'durationMs'>
+
+function isBlockedLiteral (url: URL, allowed: Networks): boolean {
+  try {
+    checkLiteralHost(url, allowed)
+    return false
+  } catch {
+    return true
+  }
+}
 
 /** The value of the header `name` (lower case) in undici's raw [name, value, ...] list. */
 function rawHeader (raw: Buffer[], name: string): string | undefined {
@@ -55,19 +67,18 @@ class Attempt implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout
   private readonly start = performance.now()
 
-  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number, private readonly signal?: AbortSignal) {
+  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number) {
     this.timer = setTimeout(() => this.cut({ outcome: 'timeout', error: 'timeout' }), timeout)
-    signal?.addEventListener('abort', this.onAbort, { once: true })
   }
-
-  private readonly onAbort = () => this.cut({ outcome: 'network', error: 'aborted at shutdown' })
 
   private settle (result: Outcome): void {
     if (this.settled) return
     this.settled = true
     clearTimeout(this.timer)
-    this.signal?.removeEventListener('abort', this.onAbort)
-    this.resolve({ ...result, durationMs: performance.now() - this.start })
+    // Each outcome is an object of its own: completed in place.
+    const done = result as AttemptResult
+    done.durationMs = performance.now() - this.start
+    this.resolve(done)
   }
 
   /** Ends the attempt with `result` and drops its connection (at once, or once it has one). */
@@ -114,6 +125,7 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   onError (error: Error & { code?: string }): void {
+    if (error.code === ABORTED_CODE) return this.settle({ outcome: 'network', error: ABORTED })
     if (this.status !== 0) return this.settle(this.answered())
     if (error.code === 'EWEBHOOKBLOCKED') return this.settle({ outcome: 'blocked', error: 'blocked' })
     if (error.code === 'UND_ERR_SOCKET' && error.message === INTERIM_REFUSED) {
@@ -127,32 +139,41 @@ class Attempt implements Dispatcher.DispatchHandler {
 export class EndpointSender {
   private readonly pool: Pool
   private readonly path: string
+  /** The URL's host is an address refused (a name is checked at each connect, by the lookup). */
+  private readonly blocked: boolean
 
-  constructor (private readonly url: URL, private readonly allowed: Networks, private readonly timeout: number, maxSockets: number) {
+  constructor (url: URL, allowed: Networks, private readonly timeout: number, maxSockets: number) {
     // The connector resolves through the filter: the socket connects only to an address checked there.
     this.pool = new Pool(url.origin, { connections: maxSockets, pipelining: 1, connect: { lookup: guardedLookup(allowed) } })
     this.path = `${url.pathname}${url.search}`
+    // The URL and the allowed networks never change: a literal address is judged once, not per attempt.
+    this.blocked = isBlockedLiteral(url, allowed)
   }
 
   /**
    * One attempt: POST `body` with `headers`, the whole exchange bounded by the timeout; a redirect
-   * is a failure like any other non-2xx, never followed. `signal` aborts it (at shutdown).
+   * is a failure like any other non-2xx, never followed. abort() ends it (at shutdown).
    */
-  send (headers: Record<string, string>, body: string, signal?: AbortSignal): Promise<AttemptResult> {
+  send (headers: Record<string, string>, body: string | Buffer): Promise<AttemptResult> {
     return new Promise((resolve) => {
-      const attempt = new Attempt(resolve, this.timeout, signal)
-      try {
-        checkLiteralHost(this.url, this.allowed)
-      } catch {
-        return attempt.onError(Object.assign(new Error('blocked'), { code: 'EWEBHOOKBLOCKED' }))
-      }
+      const attempt = new Attempt(resolve, this.timeout)
+      if (this.blocked) return attempt.onError(Object.assign(new Error('blocked'), { code: 'EWEBHOOKBLOCKED' }))
       this.pool.dispatch({ method: 'POST', path: this.path, headers: { ...headers, 'user-agent': WEBHOOK_USER_AGENT }, body }, attempt)
     })
   }
 
-  close (): void {
+  /**
+   * Ends every attempt not yet settled, queued or in flight (at shutdown), each as a `network`
+   * failure, its connection dropped; the pool is closed. (The pool ends them all with this error:
+   * no attempt is tracked for it, which cost the garbage collector more than the attempt itself.)
+   */
+  abort (): void {
+    this.close(Object.assign(new Error(ABORTED), { code: ABORTED_CODE }))
+  }
+
+  close (error?: Error): void {
     // Destroying a pool rejects only if it is already destroyed: nothing to do then.
     /* c8 ignore next */
-    this.pool.destroy().catch(() => {})
+    this.pool.destroy(error ?? null).catch(() => {})
   }
 }

@@ -18,14 +18,21 @@ export function messageId (): string {
   return `msg_${pool.toString('hex', taken - ID_BYTES, taken)}`
 }
 
-/** `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for each key, space-separated (a rotation signs with all). */
-export function sign (keys: readonly Buffer[], id: string, timestamp: number, body: string): string {
-  const content = `${id}.${timestamp}.${body}`
-  return keys.map((key) => `v1,${createHmac('sha256', key).update(content).digest('base64')}`).join(' ')
+/**
+ * `v1,<base64 HMAC-SHA256 of "id.timestamp.body">` for each key, space-separated (a rotation signs
+ * with all). `body` as text or as the bytes sent (UTF-8).
+ */
+export function sign (keys: readonly Buffer[], id: string, timestamp: number, body: string | Buffer): string {
+  const prefix = `${id}.${timestamp}.`
+  let signature = ''
+  for (const key of keys) {
+    signature += `${signature === '' ? '' : ' '}v1,${createHmac('sha256', key).update(prefix).update(body).digest('base64')}`
+  }
+  return signature
 }
 
 /** The headers of one attempt: the timestamp is this attempt's, in Unix seconds. */
-export function webhookHeaders (keys: readonly Buffer[], id: string, body: string, now = Date.now()): Record<string, string> {
+export function webhookHeaders (keys: readonly Buffer[], id: string, body: string | Buffer, now = Date.now()): Record<string, string> {
   const timestamp = Math.floor(now / 1000)
   return {
     'content-type': 'application/json',

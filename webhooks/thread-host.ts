@@ -103,7 +103,7 @@ export class DeliveryThread implements Delivery {
 
   private receive (message: FromThread): void {
     if (message.kind === 'log') return this.options.log[message.level](message.object, message.message)
-    for (const [endpoint, outcome, seconds] of message.attempts) this.options.onAttempt(endpoint, outcome, seconds)
+    for (const [endpoint, outcome, seconds] of message.attempts) for (const each of seconds) this.options.onAttempt(endpoint, outcome, each)
   }
 
   private post (message: ToThread): void {

@@ -20,7 +20,11 @@ export type LogLevel = 'warn' | 'info'
 /** The API thread to the delivery thread. */
 export type ToThread = { kind: 'pause' } | { kind: 'stop', drainMs: number }
 
-/** The delivery thread to the API thread: attempts for the metrics, log lines for its log. */
+/**
+ * The delivery thread to the API thread: attempts for the metrics (by endpoint and outcome, the
+ * duration of each in seconds: one group per pair in a message, not one entry per attempt), log
+ * lines for its log.
+ */
 export type FromThread =
-  | { kind: 'attempts', attempts: Array<[endpoint: string, outcome: AttemptOutcome, seconds: number]> }
+  | { kind: 'attempts', attempts: Array<[endpoint: string, outcome: AttemptOutcome, seconds: Float64Array]> }
   | { kind: 'log', level: LogLevel, object: object, message: string }

@@ -1,4 +1,3 @@
-import { setMaxListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { failureFields } from '../errors/index.js'
 import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../stores/outbox.js'
@@ -22,6 +21,8 @@ export interface DeliveryWorkerOptions {
   concurrency?: number
   /** How often due deliveries are looked for when nothing wakes the worker. */
   pollMs?: number
+  /** Claims a wake-up starts come at most this often (see wake()). */
+  claimGapMs?: number
   /** How often finished events past the retention are looked for (default every minute). */
   pruneEveryMs?: number
   now?: () => number
@@ -32,6 +33,15 @@ export interface DeliveryWorkerOptions {
 
 export const DEFAULT_CONCURRENCY = 64
 export const DEFAULT_POLL_MS = 1000
+export const DEFAULT_CLAIM_GAP_MS = 20
+// A fast endpoint's backlog is claimed up to this many times its attempts in flight at once, the
+// rest waiting in the worker: its claims and results then cost a few large transactions, not many
+// small ones. How far ahead follows its recent attempts' duration (see claimAhead).
+const MAX_CLAIMED_PER_SLOT = 8
+// The results of the attempts that end within this time are written together, in one transaction;
+// as soon as this many are waiting, at once.
+const FLUSH_DELAY_MS = 20
+const FLUSH_BATCH = 512
 // A claim outlives its attempt (bounded by the timeout) by as long again plus a second, to write
 // the result; after that, another instance may take the delivery over.
 const leaseFor = (timeout: number) => 2 * timeout + 1000
@@ -41,14 +51,19 @@ const DISABLE_CHECK_MS = 60_000
 // of creates; the pause between batches lets the store's own writes through.
 const PRUNE_EVERY_MS = 60_000
 const PRUNE_PAUSE_MS = 10
-const FLUSH_DELAY_MS = 5
+const DELIVERED: AttemptRecord['next'] = { state: 'delivered' }
+const FAILED: AttemptRecord['next'] = { state: 'failed' }
 
 interface Endpoint {
   config: WebhookEndpoint
   sender: EndpointSender
   inFlight: number
+  /** Claimed and waiting for a free slot, oldest first, each with the time it was claimed. */
+  waiting: Array<{ delivery: ClaimedDelivery, claimedAt: number }>
   /** The last claim filled its limit: more may be due at once. */
   backlog: boolean
+  /** The recent attempts' mean duration in ms (undefined before the first). */
+  meanMs: number | undefined
   lastDisableCheck: number
 }
 
@@ -63,10 +78,14 @@ export class DeliveryWorker {
   private readonly concurrency: number
   private readonly leaseMs: number
   private readonly pollMs: number
+  private readonly claimGapMs: number
+  private lastClaimAt = -Infinity
   private readonly now: () => number
   private readonly random: () => number
-  private readonly abort = new AbortController()
-  private readonly inFlight = new Set<Promise<void>>()
+  private readonly timeout: number
+  /** Attempts in flight, all endpoints together. */
+  private sending = 0
+  private idle?: (() => void) | undefined
   private readonly writes = new Set<Promise<void>>()
   private records: AttemptRecord[] = []
   private releases: ClaimedDelivery[] = []
@@ -77,24 +96,27 @@ export class DeliveryWorker {
   private ticked?: Promise<void>
   private again = false
   private woken = false
-  private flushQueued = false
+  private flush?: NodeJS.Timeout
   private stopping = false
+  private aborted = false
 
   constructor (private readonly options: DeliveryWorkerOptions) {
     const { config } = options
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
     this.leaseMs = leaseFor(config.timeout)
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS
+    this.claimGapMs = options.claimGapMs ?? DEFAULT_CLAIM_GAP_MS
     this.now = options.now ?? Date.now
     this.random = options.random ?? Math.random
-    // Every attempt in flight listens to it: up to `concurrency` per endpoint, not Node's default of 10.
-    setMaxListeners(0, this.abort.signal)
+    this.timeout = config.timeout
     for (const endpoint of config.endpoints) {
       this.endpoints.set(endpoint.name, {
         config: endpoint,
         sender: new EndpointSender(endpoint.url, config.allowedNetworks, config.timeout, this.concurrency),
         inFlight: 0,
+        waiting: [],
         backlog: false,
+        meanMs: undefined,
         lastDisableCheck: 0
       })
     }
@@ -108,13 +130,22 @@ export class DeliveryWorker {
   }
 
   /** Looks for due deliveries soon: once per turn of the event loop, however often it is called. */
+  /**
+   * Looks for due deliveries soon: on the next turn of the event loop, or, within `claimGapMs` of
+   * the last claim, once that much has passed; once however often it is called meanwhile. After a
+   * quiet spell an event leaves at once; under a stream of creates, each claim takes the events of
+   * `claimGapMs` together, in one statement.
+   */
   wake (): void {
     if (this.woken || this.stopping) return
     this.woken = true
-    setImmediate(() => {
+    const run = () => {
       this.woken = false
       this.tick()
-    })
+    }
+    const wait = this.lastClaimAt + this.claimGapMs - performance.now()
+    if (wait > 0) setTimeout(run, wait)
+    else setImmediate(run)
   }
 
   private tick (): void {
@@ -127,28 +158,50 @@ export class DeliveryWorker {
     this.ticked = this.claimAndSend().finally(() => { this.ticking = false })
   }
 
+  /**
+   * How many deliveries an endpoint may hold claimed, in flight or waiting: its slots, plus as many
+   * as its recent attempts would send within half the timeout (at most MAX_CLAIMED_PER_SLOT times
+   * its slots). A waiting delivery's lease (twice the timeout and a second) then still covers its
+   * attempt and the writing of its result; a slow endpoint claims no more than it has slots for.
+   */
+  private capacity (endpoint: Endpoint): number {
+    const { meanMs } = endpoint
+    if (meanMs === undefined) return this.concurrency
+    const ahead = Math.floor(this.concurrency * this.timeout / 2 / Math.max(meanMs, 1))
+    return this.concurrency + Math.min(ahead, (MAX_CLAIMED_PER_SLOT - 1) * this.concurrency)
+  }
+
+  private room (endpoint: Endpoint): number {
+    return this.capacity(endpoint) - endpoint.inFlight - endpoint.waiting.length
+  }
+
   /** Claims what is due for the endpoints with room, and sends it; again while more may be due. */
   private async claimAndSend (): Promise<void> {
     try {
       do {
         this.again = false
-        const wants = [...this.endpoints.values()]
-          .filter((endpoint) => endpoint.inFlight < this.concurrency)
-          .map((endpoint) => ({ endpoint: endpoint.config.name, limit: this.concurrency - endpoint.inFlight }))
+        const wants: Array<{ endpoint: string, limit: number }> = []
+        for (const endpoint of this.endpoints.values()) {
+          const limit = this.room(endpoint)
+          if (limit > 0) wants.push({ endpoint: endpoint.config.name, limit })
+        }
+        this.lastClaimAt = performance.now()
         const claimed = await this.options.outbox.claim(wants, this.leaseMs)
         if (this.stopping) {
           this.releases.push(...claimed)
           this.queueFlush()
           break
         }
+        const claimedAt = this.now()
         const counts = new Map<string, number>()
         for (const delivery of claimed) {
           counts.set(delivery.endpoint, (counts.get(delivery.endpoint) ?? 0) + 1)
-          this.attempt(delivery)
+          this.endpoints.get(delivery.endpoint)!.waiting.push({ delivery, claimedAt })
         }
         for (const { endpoint, limit } of wants) {
           const state = this.endpoints.get(endpoint)!
           state.backlog = counts.get(endpoint) === limit
+          this.sendWaiting(state)
         }
       } while (this.again && !this.stopping)
     } catch (error) {
@@ -157,59 +210,99 @@ export class DeliveryWorker {
     }
   }
 
-  private attempt (delivery: ClaimedDelivery): void {
-    const endpoint = this.endpoints.get(delivery.endpoint)!
-    endpoint.inFlight++
-    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, delivery.payload, this.now())
-    const done: Promise<void> = tracedAttempt(this.options.tracing, delivery, headers, (sent) => endpoint.sender.send(sent, delivery.payload, this.abort.signal))
-      .then((result) => this.settle(endpoint, delivery, result))
-      .finally(() => {
-        endpoint.inFlight--
-        this.inFlight.delete(done)
-        // With more due, claimed again once half the slots are free: claims come in batches.
-        if (endpoint.backlog && endpoint.inFlight <= this.concurrency / 2) this.wake()
-      })
-    this.inFlight.add(done)
+  /**
+   * Starts attempts at the endpoint's waiting deliveries while it has free slots. One that waited
+   * so long that its attempt might outlast its lease is handed back instead, for a fresh claim.
+   */
+  private sendWaiting (endpoint: Endpoint): void {
+    const { waiting } = endpoint
+    let taken = 0
+    while (taken < waiting.length && endpoint.inFlight < this.concurrency) {
+      const { delivery, claimedAt } = waiting[taken++]
+      if (this.now() - claimedAt > this.timeout / 2) {
+        this.releases.push(delivery)
+        this.queueFlush()
+      } else {
+        this.attempt(endpoint, delivery)
+      }
+    }
+    waiting.splice(0, taken)
   }
 
-  private async settle (endpoint: Endpoint, delivery: ClaimedDelivery, result: AttemptResult): Promise<void> {
-    if (this.abort.signal.aborted && result.outcome === 'network') {
+  private attempt (endpoint: Endpoint, delivery: ClaimedDelivery): void {
+    endpoint.inFlight++
+    this.sending++
+    // The body's bytes, made once: signed and sent as they are.
+    const body = Buffer.from(delivery.payload)
+    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, body, this.now())
+    tracedAttempt(this.options.tracing, delivery, headers, (sent) => endpoint.sender.send(sent, body))
+      .then((result) => this.settle(endpoint, delivery, result))
+  }
+
+  /** An attempt's end: its result gathered for the next write, its slot given to the next delivery. */
+  private settle (endpoint: Endpoint, delivery: ClaimedDelivery, result: AttemptResult): void {
+    endpoint.meanMs = endpoint.meanMs === undefined ? result.durationMs : endpoint.meanMs + (result.durationMs - endpoint.meanMs) / 8
+    if (this.aborted && result.outcome === 'network') {
       // Cut off at shutdown: handed back for another instance, not counted as an attempt.
       this.releases.push(delivery)
       this.queueFlush()
-      return
+      return this.free(endpoint)
     }
-    const now = this.now()
-    const attempts = delivery.attempts + 1
-    this.options.onAttempt?.(delivery.endpoint, result.outcome, result.durationMs / 1000)
+    if (result.outcome !== 'gone') {
+      this.recordResult(delivery, result, this.now())
+      return this.free(endpoint)
+    }
+    // Kept pending: sent once the operator enables the endpoint again. Disabled first, so that no
+    // worker claims it again meanwhile.
+    this.disable(endpoint, `${delivery.endpoint} answered 410 Gone`).then(() => {
+      this.recordResult(delivery, result, this.now())
+      this.free(endpoint)
+    })
+  }
+
+  private recordResult (delivery: ClaimedDelivery, result: AttemptResult, now: number): void {
+    const { outcome, status, error } = result
+    this.options.onAttempt?.(delivery.endpoint, outcome, result.durationMs / 1000)
     let next: AttemptRecord['next']
-    if (result.outcome === 'success') {
-      next = { state: 'delivered' }
-    } else if (result.outcome === 'gone') {
-      // Kept pending: sent once the operator enables the endpoint again. Disabled first, so
-      // that no worker claims it again meanwhile.
-      await this.disable(endpoint, `${delivery.endpoint} answered 410 Gone`)
+    if (outcome === 'success') {
+      next = DELIVERED
+    } else if (outcome === 'gone') {
       next = { state: 'pending', dueAt: new Date(now) }
     } else {
       const wait = nextWait(this.options.config.retrySchedule, {
-        attempts, status: result.status, timedOut: result.outcome === 'timeout', retryAfter: result.retryAfter
+        attempts: delivery.attempts + 1, status, timedOut: outcome === 'timeout', retryAfter: result.retryAfter
       }, now, this.random)
-      next = wait === undefined ? { state: 'failed' } : { state: 'pending', dueAt: new Date(now + wait) }
+      next = wait === undefined ? FAILED : { state: 'pending', dueAt: new Date(now + wait) }
       // A retry due before the next poll is looked for when it falls due, not at the poll.
       if (wait !== undefined && wait < this.pollMs) setTimeout(() => this.wake(), wait).unref()
     }
-    this.records.push({
-      seq: delivery.seq,
-      endpoint: delivery.endpoint,
-      claim: delivery.claim,
-      outcome: result.outcome,
-      ...(result.status !== undefined && { status: result.status }),
-      ...(result.error !== undefined && { error: result.error }),
-      at: new Date(now),
-      durationMs: Math.round(result.durationMs),
-      next
-    })
+    const record: AttemptRecord = {
+      seq: delivery.seq, endpoint: delivery.endpoint, claim: delivery.claim, outcome, at: new Date(now), durationMs: Math.round(result.durationMs), next
+    }
+    if (status !== undefined) record.status = status
+    if (error !== undefined) record.error = error
+    this.records.push(record)
     this.queueFlush()
+  }
+
+  /** A slot free again: the next waiting delivery takes it; claimed again once half the room is free. */
+  private free (endpoint: Endpoint): void {
+    endpoint.inFlight--
+    if (--this.sending === 0) this.idle?.()
+    if (this.stopping) return
+    this.sendWaiting(endpoint)
+    if (endpoint.backlog && 2 * this.room(endpoint) >= this.capacity(endpoint)) this.wake()
+  }
+
+  /** Resolves once no attempt is in flight. */
+  private allSent (): Promise<void> {
+    if (this.sending === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      this.idle = () => {
+        this.idle = undefined
+        resolve()
+      }
+    })
   }
 
   private async disable (endpoint: Endpoint, reason: string): Promise<void> {
@@ -221,19 +314,27 @@ export class DeliveryWorker {
     }
   }
 
+  /** Writes the results gathered within FLUSH_DELAY_MS together, or at once when FLUSH_BATCH are waiting. */
   private queueFlush (): void {
-    if (this.flushQueued) return
-    this.flushQueued = true
-    // A few ms later: the results of a burst of attempts are written together.
-    setTimeout(() => {
-      this.flushQueued = false
-      const write = this.flush().finally(() => this.writes.delete(write))
-      this.writes.add(write)
-    }, FLUSH_DELAY_MS)
+    if (this.records.length + this.releases.length >= FLUSH_BATCH) {
+      clearTimeout(this.flush)
+      this.flush = undefined
+      this.write()
+    } else {
+      this.flush ??= setTimeout(() => {
+        this.flush = undefined
+        this.write()
+      }, FLUSH_DELAY_MS)
+    }
   }
 
-  /** Writes the results and releases gathered since the last flush, in one call each. */
-  private async flush (): Promise<void> {
+  private write (): void {
+    const write = this.writeAll().finally(() => this.writes.delete(write))
+    this.writes.add(write)
+  }
+
+  /** Writes the results and releases gathered since the last write, in one call each. */
+  private async writeAll (): Promise<void> {
     const [records, releases] = [this.records, this.releases]
     this.records = []
     this.releases = []
@@ -283,11 +384,19 @@ export class DeliveryWorker {
     }
   }
 
-  /** Stops claiming: what is due stays in the outbox for another instance, or for the next start. */
+  /**
+   * Stops claiming: what is due stays in the outbox for another instance, or for the next start;
+   * what waits in the worker is handed back.
+   */
   pause (): void {
     this.stopping = true
     clearInterval(this.poll)
     clearInterval(this.prune)
+    for (const endpoint of this.endpoints.values()) {
+      for (const { delivery } of endpoint.waiting) this.releases.push(delivery)
+      endpoint.waiting = []
+    }
+    if (this.releases.length > 0) this.queueFlush()
   }
 
   /**
@@ -298,10 +407,13 @@ export class DeliveryWorker {
     this.pause()
     await this.ticked
     await this.pruning
-    if (this.inFlight.size > 0) await Promise.race([Promise.all(this.inFlight), sleep(drainMs, undefined, { ref: false })])
-    this.abort.abort()
-    await Promise.all(this.inFlight)
-    await this.flush()
+    const sent = this.allSent()
+    await Promise.race([sent, sleep(drainMs, undefined, { ref: false })])
+    this.aborted = true
+    for (const endpoint of this.endpoints.values()) endpoint.sender.abort()
+    await sent
+    clearTimeout(this.flush)
+    await this.writeAll()
     await Promise.all(this.writes)
     for (const endpoint of this.endpoints.values()) endpoint.sender.close()
   }

@@ -64,13 +64,20 @@ function prepareOutboxStatements (db: Database.Database) {
   const insertDeliveries = db.prepare<[string, number, bigint, bigint]>(
     'INSERT INTO webhook_deliveries (seq, endpoint, state, attempts, due_at) SELECT seq, ?, \'pending\', 0, ? FROM webhook_events WHERE seq BETWEEN ? AND ?')
 
-  const claimDue = db.prepare<[{ claim: string, leasedUntil: number, endpoint: string, now: number, limit: number }], { seq: bigint, attempts: bigint }>(`
+  // Rows as arrays (raw): no object made per row of a batch.
+  const claimDue = db.prepare<[{ claim: string, leasedUntil: number, endpoint: string, now: number, limit: number }], [seq: bigint, attempts: bigint]>(`
     UPDATE webhook_deliveries SET claim = @claim, due_at = @leasedUntil
     WHERE endpoint = @endpoint AND seq IN (
       SELECT seq FROM webhook_deliveries WHERE endpoint = @endpoint AND state = 'pending' AND due_at <= @now ORDER BY due_at LIMIT @limit)
     AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE name = @endpoint AND enabled = 1)
-    RETURNING seq, attempts`)
+    RETURNING seq, attempts`).raw(true)
+  // The events of a claimed batch in one statement: their seqs as a JSON array.
+  const eventsOf = db.prepare<[string], [seq: bigint, messageId: string, type: OutboxEventType, payload: string, traceContext: string | null]>(
+    'SELECT seq, message_id, type, payload, trace_context FROM webhook_events WHERE seq IN (SELECT value FROM json_each(?))').raw(true)
   const eventBySeq = db.prepare<[bigint], EventRow>('SELECT * FROM webhook_events WHERE seq = ?')
+  // Prepared once: a bookkeeping transaction sets them around itself.
+  const syncNormal = db.prepare('PRAGMA synchronous = NORMAL')
+  const syncFull = db.prepare('PRAGMA synchronous = FULL')
   const settle = db.prepare<[string, number, bigint, string, string]>(
     'UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1, due_at = ?, claim = NULL WHERE seq = ? AND endpoint = ? AND claim = ?')
   const insertAttempt = db.prepare<[bigint, string, number, string, number | null, string | null, number]>(
@@ -96,7 +103,7 @@ function prepareOutboxStatements (db: Database.Database) {
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT ?`)
   const removeFrom = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'].map((table) =>
     db.prepare<[bigint]>(`DELETE FROM ${table} WHERE seq = ?`))
-  return { insertEvents, insertDeliveries, claimDue, eventBySeq, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
+  return { insertEvents, insertDeliveries, claimDue, eventsOf, eventBySeq, syncNormal, syncFull, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
 }
 
 type OutboxStatements = ReturnType<typeof prepareOutboxStatements>
@@ -124,40 +131,41 @@ const viewOf = ({ deliveriesOf, attemptsOf }: OutboxStatements, event: EventRow)
 
 /** The outbox as the worker and the admin routes use it: bookkeeping and reads, on the store's guard. */
 class SqliteOutbox implements WebhookOutbox {
-  readonly #db: Database.Database
   readonly #s: OutboxStatements
   readonly #runner: SqliteRunner
   readonly #endpoints: OutboxOptions['endpoints']
 
   constructor (db: Database.Database, statements: OutboxStatements, runner: SqliteRunner, endpoints: OutboxOptions['endpoints']) {
-    this.#db = db
     this.#s = statements
     this.#runner = runner
     this.#endpoints = endpoints
+    this.#transaction = db.transaction((work: () => unknown) => work())
   }
 
   /** A bookkeeping transaction: guarded as the store's writes are, but without an fsync of its own. */
   #bookkeeping<R> (work: () => R): Promise<R> {
     return this.#runner.write(() => {
-      this.#db.pragma('synchronous = NORMAL')
+      this.#s.syncNormal.run()
       try {
-        return this.#db.transaction(work)()
+        return this.#transaction(work) as R
       } finally {
-        this.#db.pragma('synchronous = FULL')
+        this.#s.syncFull.run()
       }
     })
   }
+
+  readonly #transaction: (work: () => unknown) => unknown
 
   claim = (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) => this.#bookkeeping(() => {
     const now = Date.now()
     const claimed: ClaimedDelivery[] = []
     for (const { endpoint, limit } of wants) {
       const claim = randomUUID()
-      for (const { seq, attempts } of this.#s.claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })) {
-        const event = this.#s.eventBySeq.get(seq)!
-        claimed.push({
-          seq, messageId: event.message_id, type: event.type, endpoint, payload: event.payload, attempts: Number(attempts), claim, ...traced(event.trace_context)
-        })
+      const rows = this.#s.claimDue.all({ claim, leasedUntil: now + leaseMs, endpoint, now, limit })
+      if (rows.length === 0) continue
+      const attempts = new Map(rows)
+      for (const [seq, messageId, type, payload, traceContext] of this.#s.eventsOf.all(`[${rows.map(([seq]) => seq).join(',')}]`)) {
+        claimed.push({ seq, messageId, type, endpoint, payload, attempts: Number(attempts.get(seq)), claim, ...traced(traceContext) })
       }
     }
     return claimed

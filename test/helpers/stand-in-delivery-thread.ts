@@ -3,15 +3,15 @@ import { listen } from '../../webhooks/doorbell.js'
 import type { FromThread, ThreadData, ToThread } from '../../webhooks/thread-messages.js'
 
 /**
- * A stand-in for webhooks/delivery-thread.ts that DeliveryThread starts in the tests: it tells one
- * attempt and one log line, then throws (`mode: 'throw'`), or keeps running and ignores a stop
- * (`mode: 'deaf'`), or stops when asked (`mode: 'obedient'`). It logs each wake-up the bell brings.
+ * A stand-in for webhooks/delivery-thread.ts that DeliveryThread starts in the tests: it tells two
+ * attempts (in one message) and one log line, then throws (`mode: 'throw'`), or keeps running and
+ * ignores a stop (`mode: 'deaf'`), or stops when asked (`mode: 'obedient'`). It logs each wake-up the bell brings.
  */
 const { mode, bell } = workerData as ThreadData & { mode: 'throw' | 'deaf' | 'obedient' }
 const port = parentPort!
 const post = (message: FromThread) => port.postMessage(message)
 post({ kind: 'log', level: 'info', object: { threadMode: mode }, message: 'stand-in started' })
-post({ kind: 'attempts', attempts: [['e0', 'success', 0.01]] })
+post({ kind: 'attempts', attempts: [['e0', 'success', Float64Array.of(0.01, 0.02)]] })
 listen(bell, () => post({ kind: 'log', level: 'info', object: {}, message: 'stand-in rung' }), 10)
 if (mode === 'throw') setTimeout(() => { throw new Error('the stand-in failed') }, 10)
 port.on('message', (message: ToThread) => {

@@ -61,16 +61,29 @@ t.test('a receiver that trickles its answer a byte at a time: the attempt ends a
   await waitFor(() => flood.state.closed === 1)
 })
 
+t.test('an attempt that times out while queued for a connection is never sent', async (t) => {
+  const receiver = await startReceiver(t, () => {})
+  const sending = new EndpointSender(new URL(receiver.url), LOOPBACK, 300, 1)
+  t.teardown(() => sending.close())
+  const holding = sending.send(HEADERS, '{"n":1}')
+  const queued = sending.send(HEADERS, '{"n":2}')
+  t.match(await holding, { outcome: 'timeout' })
+  t.match(await queued, { outcome: 'timeout' })
+  // The pool hands the timed-out request a connection once the first is cut: it must not be sent on it.
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(receiver.received.map(({ body }) => body), ['{"n":1}'], 'only the first request arrived')
+})
+
 t.test('an attempt aborted while queued for a connection is never sent', async (t) => {
   const receiver = await startReceiver(t, () => {})
   const sending = new EndpointSender(new URL(receiver.url), LOOPBACK, 500, 1)
   t.teardown(() => sending.close())
   const holding = sending.send(HEADERS, '{"n":1}')
-  const abort = new AbortController()
-  const queued = sending.send(HEADERS, '{"n":2}', abort.signal)
-  abort.abort()
+  const queued = sending.send(HEADERS, '{"n":2}')
+  await waitFor(() => receiver.received.length === 1)
+  sending.abort()
   t.match(await queued, { outcome: 'network', error: 'aborted at shutdown' })
-  t.match(await holding, { outcome: 'timeout' })
+  t.match(await holding, { outcome: 'network', error: 'aborted at shutdown' }, 'the one in flight too')
   // The pool hands the aborted request a connection once the first is cut: it must not be sent on it.
   await new Promise((resolve) => setTimeout(resolve, 200))
   t.same(receiver.received.map(({ body }) => body), ['{"n":1}'], 'only the first request arrived')
