@@ -253,7 +253,8 @@ export class DeliveryWorker {
       return this.free(endpoint)
     }
     // Kept pending: sent once the operator enables the endpoint again. Disabled first, so that no
-    // worker claims it again meanwhile.
+    // worker claims it again meanwhile; what this one claimed ahead for it is handed back unsent.
+    this.handBack(endpoint)
     this.disable(endpoint, `${delivery.endpoint} answered 410 Gone`).then(() => {
       this.recordResult(delivery, result, this.now())
       this.free(endpoint)
@@ -384,6 +385,14 @@ export class DeliveryWorker {
     }
   }
 
+  /** Hands back the deliveries claimed for `endpoint` and waiting for a slot: due at once, unsent, not attempts. */
+  private handBack (endpoint: Endpoint): void {
+    if (endpoint.waiting.length === 0) return
+    for (const { delivery } of endpoint.waiting) this.releases.push(delivery)
+    endpoint.waiting = []
+    this.queueFlush()
+  }
+
   /**
    * Stops claiming: what is due stays in the outbox for another instance, or for the next start;
    * what waits in the worker is handed back.
@@ -392,11 +401,7 @@ export class DeliveryWorker {
     this.stopping = true
     clearInterval(this.poll)
     clearInterval(this.prune)
-    for (const endpoint of this.endpoints.values()) {
-      for (const { delivery } of endpoint.waiting) this.releases.push(delivery)
-      endpoint.waiting = []
-    }
-    if (this.releases.length > 0) this.queueFlush()
+    for (const endpoint of this.endpoints.values()) this.handBack(endpoint)
   }
 
   /**

@@ -113,3 +113,29 @@ t.test('woken while a claim is on its way (a slow store), the worker claims agai
   t.ok(await eventually(() => receiver.received.length === 1, 5000), 'sent once the first claim is back, an hour before the next poll')
   t.equal(claims, 2, 'one claim more')
 })
+
+t.test('after a 410, the deliveries claimed ahead for that endpoint are handed back unsent: pending until it is enabled again', async (t) => {
+  let gone = false
+  const receiver = await startReceiver(t, (response) => { response.writeHead(gone ? 410 : 204).end() })
+  const store = createMemoryStore()
+  const config = resolveWebhooks(webhooksFor([{ name: 'e0', url: receiver.url, secret: newSecret() }], { timeout: 1000 }))
+  const outbox = await store.openOutbox({ endpoints: [{ name: 'e0', events: ['plant.created'] }], payloads })
+  const warnings: string[] = []
+  const worker = new DeliveryWorker({ outbox, config, log: { warn: (_object, message) => warnings.push(message) }, concurrency: 1, pollMs: 3_600_000 })
+  t.teardown(() => worker.stop(0))
+  await store.create({ id: 1n, name: 'a' })
+  worker.start()
+  t.ok(await statesBecome(outbox, ['delivered']), 'the first delivered, fast')
+  gone = true
+  for (let id = 2n; id <= 5n; id++) await store.create({ id, name: 'a' })
+  // One slot: one sent, three claimed ahead behind it.
+  worker.wake()
+  t.ok(await statesBecome(outbox, ['delivered', 'pending', 'pending', 'pending', 'pending']), 'the rest pending')
+  t.ok(await eventually(() => warnings.length > 0), 'the endpoint disabled')
+  await sleep(200)
+  t.equal(receiver.received.length, 2, 'nothing sent after the 410')
+  const events = await outbox.events({ limit: 10 })
+  t.same(events.map(({ deliveries }) => deliveries[0].attempts), [1, 1, 0, 0, 0], 'the ones handed back: no attempt')
+  t.same(warnings, ['webhooks: endpoint disabled'], 'disabled once')
+  t.match(await outbox.endpoints(), [{ name: 'e0', enabled: false }])
+})
