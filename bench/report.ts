@@ -122,7 +122,7 @@ export interface TableInput {
   notes: string[]
 }
 
-// Issue 11's targets for the service against plain Fastify, checked on every run.
+// The service's targets against plain Fastify (CPU, req/s, p99 and memory per path), checked on every run.
 const SERVICE_TARGETS = ['memory', 'sqlite']
 const LIMITS: Array<{ path: Path, ratio: keyof Ratios, limit: number, atLeast?: true }> = [
   { path: 'create', ratio: 'cpuUsPerRequest', limit: 1.15 },
@@ -143,7 +143,7 @@ const COMPARISON_LIMITS: Array<{ label: RegExp, path: Path, ratio: 'reqPerSec' |
   { label: /^postgres(\+\S+)? \/ pgbench$/, path: 'create', ratio: 'reqPerSec', limit: 0.8, atLeast: true }
 ]
 
-/** One line per target of issue 11 that this run measured: the figure, the limit, met or missed. */
+/** One line per target (LIMITS, COMPARISON_LIMITS, STARTUP_LIMIT_MS) that this run measured: the figure, the limit, met or missed. */
 export function verdicts (summaries: Summary[], startupMs: number[], comparisons: Comparison[] = []): string[] {
   const lines: string[] = []
   for (const { label, path, ratio: key, limit, atLeast } of COMPARISON_LIMITS) {
@@ -200,7 +200,7 @@ export function table ({ summaries, comparisons, startupMs, notes }: TableInput)
     `start-up on a fresh SQLite file (spawn → first 200 of GET /healthz): median ${format(median(startupMs), 1)} ms` +
       ` over ${startupMs.length} (${startupMs.map((ms) => ms.toFixed(0)).join(', ')} ms)`,
     '',
-    'Issue 11 targets (medians of this run, against the plain-Fastify baseline):',
+    'Targets (medians of this run, against the plain-Fastify baseline):',
     ...verdicts(summaries, startupMs, comparisons),
     '',
     ...notes

@@ -1,5 +1,5 @@
 // Slowloris against the built service with its default limits (MAX_CONNECTIONS derived from the
-// open-files limit), as issue 23 measured it: `node dist/bench/slowloris.js --help`. Too long for
+// open-files limit), sockets trickling header lines: `node dist/bench/slowloris.js --help`. Too long for
 // the test suite (test/system/slow-headers-flood.test.ts runs it scaled down); re-run it by hand.
 import { randomBytes } from 'node:crypto'
 import { Agent, request } from 'node:http'
