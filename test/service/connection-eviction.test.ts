@@ -5,7 +5,8 @@
  */
 import { Agent, request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
-import t from 'tap'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t, { type Test } from 'tap'
 import { build, TOKEN } from '../helpers/app.js'
 import { pool } from '../helpers/load.js'
 
@@ -69,4 +70,52 @@ t.test(`${IDLE_FLOOD} reconnecting idle sockets against MAX_CONNECTIONS=${MAX_CO
   const failed = [...failures.values()].reduce((sum, count) => sum + count, 0)
   t.comment(`${failed} of ${REQUESTS} requests failed (${(100 * failed / REQUESTS).toFixed(2)} %): ${JSON.stringify(Object.fromEntries(failures))}`)
   t.ok(failed / REQUESTS < 0.001, 'fewer than 0.1 % of the client\'s requests fail')
+})
+
+/**
+ * A server at `limit` connections, all for strangers (none has a token), and a way to open raw
+ * sockets to it, each optionally sending a first chunk: their indexes, in the order the server closed them.
+ */
+async function atTheLimit (t: Test, limit: number) {
+  const { app } = await build(t, {}, { maxConnections: limit, maxTokenless: limit })
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  const { port } = app.server.address() as AddressInfo
+  const opened: Socket[] = []
+  const closed: number[] = []
+  t.teardown(() => { for (const socket of opened) socket.destroy() })
+  const open = async (first?: string) => {
+    const index = opened.length
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => {}).on('close', () => closed.push(index)).resume()
+    opened.push(socket)
+    await new Promise((resolve) => socket.once('connect', resolve))
+    if (first !== undefined) socket.write(first)
+  }
+  const closedAtLeast = async (count: number) => {
+    for (const end = Date.now() + 10_000; closed.length < count && Date.now() < end;) await sleep(20)
+    return closed
+  }
+  return { open, closedAtLeast }
+}
+
+t.test('a flood of more idle strangers than one scan looks at: room is made by closing the oldest of them', async (t) => {
+  const limit = 100
+  const { open, closedAtLeast } = await atTheLimit(t, limit)
+  for (let index = 0; index < limit; index++) await open()
+  await sleep(500) // past the grace a silent new connection is spared
+  for (let index = 0; index < 10; index++) await open()
+  const closed = [...await closedAtLeast(10)].sort((a, b) => a - b)
+  t.ok(closed.length >= 10, `room was made for the ten (${closed.length} closed)`)
+  t.same(closed, closed.map((_, index) => index), `the oldest went: ${closed.join(', ')}`)
+  t.notOk(closed.some((index) => index >= limit), 'none of the ten new ones was closed')
+})
+
+t.test('past the limit, a stranger stalled in its headers is closed before older idle ones', async (t) => {
+  const limit = 20
+  const { open, closedAtLeast } = await atTheLimit(t, limit)
+  for (let index = 0; index < limit - 1; index++) await open(index === 10 ? 'GET /plants/1 HTTP/1.1\r\nHost: x\r\n' : undefined)
+  await sleep(500) // past the grace a silent new connection is spared
+  await open()
+  await open()
+  t.equal((await closedAtLeast(1))[0], 10, 'the stalled one was closed first, though ten idle ones are older')
 })

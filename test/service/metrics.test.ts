@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import Fastify from 'fastify'
 import { Histogram, Registry } from 'prom-client'
 import t from 'tap'
@@ -105,4 +106,9 @@ t.test('a route\'s own onResponse hooks still run beside the one that times it',
   const text = await metrics.registry.metrics()
   t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="/one",status_code="200"}'), 1)
   t.equal(sample(text, 'http_request_duration_seconds_count{method="GET",route="/two",status_code="200"}'), 1)
+})
+
+t.test('the WAL size metric is 0 while there is no -wal file', async (t) => {
+  const metrics = createMetrics({ sqliteFile: join(t.testdir(), 'none.db') })
+  t.match(await metrics.registry.metrics(), /^plant_store_sqlite_wal_bytes 0$/m)
 })

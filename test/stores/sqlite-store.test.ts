@@ -131,6 +131,23 @@ t.test('a missing folder is an error at once, also where a recursive mkdir would
   t.throws(() => openSqliteStore(join(dir, 'file', 'x.db')), { code: 'SQLITE_CANTOPEN' }, 'a regular file for a folder')
 })
 
+t.test('the default sqlite:./data/plants.db makes ./data in the working directory, as before', async (t) => {
+  const cwd = t.testdir()
+  const before = process.cwd()
+  process.chdir(cwd)
+  t.teardown(() => process.chdir(before))
+  const store = await openStore('sqlite:./data/plants.db')
+  t.teardown(() => store.close())
+  t.strictSame(await store.list({ limit: 10 }), [], 'it opens an empty store')
+  t.ok(existsSync(join(cwd, 'data', 'plants.db')), './data/plants.db was made')
+})
+
+t.test('through openStore, a missing folder is a StoreOpenError that names it', async (t) => {
+  const folder = join(t.testdir(), 'typo')
+  await t.rejects(openStore(`sqlite:${join(folder, 'plants.db')}`), { name: 'StoreOpenError', message: new RegExp(`folder ${folder} does not exist`) })
+  t.notOk(existsSync(folder), 'nothing was made')
+})
+
 t.test('a file moved away or replaced while open: writes, reads and ping are 503; back in place, it works again', async (t) => {
   const dir = t.testdir()
   const file = join(dir, 'plants.db')
@@ -198,4 +215,24 @@ t.test('a bookkeeping connection checkpoints the log on its own timer, with no w
   const start = Date.now()
   while (fileSize(file) === before && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
   t.ok(fileSize(file) > before, `the database file took in the log's pages (${before} -> ${fileSize(file)} bytes)`)
+})
+
+t.test('a reader holding a snapshot lets the log grow past its bound; once it lets go, the store\'s timer truncates it, with no write', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  t.teardown(() => store.close())
+  await store.create({ id: 1n, name: 'first' })
+  const reader = new Database(file, { readonly: true })
+  t.teardown(() => reader.close())
+  reader.exec('BEGIN')
+  reader.prepare('SELECT count(*) FROM plants').get()
+  for (let id = 2n; fileSize(`${file}-wal`) <= 2 * WAL_LIMIT_BYTES; id++) await store.create({ id, name: 'n'.repeat(2000) })
+  await new Promise((resolve) => setTimeout(resolve, 1500)) // past a tick of the store's timer: the reader still holds
+  const grown = fileSize(`${file}-wal`)
+  t.ok(grown > 2 * WAL_LIMIT_BYTES, `the log grew past twice the bound while the reader held (${grown} bytes)`)
+  reader.exec('COMMIT')
+  const start = Date.now()
+  while (fileSize(`${file}-wal`) > WAL_LIMIT_BYTES && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  t.ok(fileSize(`${file}-wal`) <= WAL_LIMIT_BYTES, `then back within the bound (${grown} -> ${fileSize(`${file}-wal`)} bytes)`)
+  t.equal((await store.list({ limit: 1 })).length, 1, 'and the plants are there')
 })

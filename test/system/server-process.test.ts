@@ -141,18 +141,6 @@ t.test('without API_TOKENS a token is generated and printed once on stderr', asy
   t.equal(linesOf(server.stderr()).length, 1, 'and printed only once')
 })
 
-t.test('NODE_ENV=production without tokens refuses to start', async (t) => {
-  const server = spawnServer(t, { NODE_ENV: 'production' })
-  // Its settings are read once every module is loaded: refusing takes as long as a start.
-  const exit = await exitWithin(server, START_TIMEOUT)
-  t.not(exit.code, 0, 'exits non-zero')
-  t.not(exit.code, null, 'exits rather than being killed')
-  const lines = linesOf(server.stderr())
-  t.equal(lines.length, 1, `exactly one line on stderr: ${server.stderr()}`)
-  t.match(lines[0], /API_TOKENS/, 'it names API_TOKENS')
-  t.notMatch(server.stdout(), /Server listening/, 'it never listened')
-})
-
 t.test('bad configuration exits at once with one line naming the variable', async (t) => {
   const dir = t.testdir({ 'file.txt': 'a regular file, not a folder\n', 'tokens.txt': 'fine-token\nseedling-\u{1f331}\n' })
   const cases: Array<{ variable: string, env: Record<string, string> }> = [

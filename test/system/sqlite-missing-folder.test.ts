@@ -5,7 +5,6 @@
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { openStore } from '../../stores/index.js'
 import { send } from '../helpers/load.js'
 import { exitWithin, linesOf, spawnServer, startServer, START_TIMEOUT } from '../helpers/server-process.js'
 
@@ -27,23 +26,6 @@ t.test('a path whose folder does not exist: exit 1 with one line naming DATABASE
   }
   t.notOk(existsSync(join(dir, 'typo-dir')), 'no folder was made for the first')
   t.notOk(existsSync(join(dir, 'typo')), 'nor for the second')
-})
-
-t.test('the default sqlite:./data/plants.db makes ./data in the working directory, as before', async (t) => {
-  const cwd = t.testdir()
-  const before = process.cwd()
-  process.chdir(cwd)
-  t.teardown(() => process.chdir(before))
-  const store = await openStore('sqlite:./data/plants.db')
-  t.teardown(() => store.close())
-  t.strictSame(await store.list({ limit: 10 }), [], 'it opens an empty store')
-  t.ok(existsSync(join(cwd, 'data', 'plants.db')), './data/plants.db was made')
-})
-
-t.test('in process: the store refuses a missing folder with a StoreOpenError that names it', async (t) => {
-  const folder = join(t.testdir(), 'typo')
-  await t.rejects(openStore(`sqlite:${join(folder, 'plants.db')}`), { name: 'StoreOpenError', message: new RegExp(`folder ${folder} does not exist`) })
-  t.notOk(existsSync(folder), 'nothing was made')
 })
 
 t.test('a folder that exists is used as it is', async (t) => {

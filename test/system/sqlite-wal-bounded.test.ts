@@ -10,7 +10,6 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { createMetrics } from '../../service/metrics.js'
 import { WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
 import { plantBody, pool, send } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
@@ -67,9 +66,4 @@ t.test('a reader holding a snapshot: the WAL grows; once it lets go, it is trunc
   t.equal((await send(server.url, TOKEN, 'GET', '/plants/1')).status, 200, 'the plants are all there')
   server.child.kill('SIGTERM')
   t.same(await exitWithin(server, 10_000), { code: 0, signal: null }, 'the service stops cleanly')
-})
-
-t.test('the WAL size metric is 0 while there is no -wal file', async (t) => {
-  const metrics = createMetrics({ sqliteFile: join(t.testdir(), 'none.db') })
-  t.match(await metrics.registry.metrics(), /^plant_store_sqlite_wal_bytes 0$/m)
 })
