@@ -6,26 +6,13 @@
  */
 import { copyFileSync, existsSync, mkdirSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { isStoreUnavailable, listedIds, plantBody, send } from '../helpers/load.js'
 import { exitWithin, startServer, type ServerProcess } from '../helpers/server-process.js'
+import { storedSqliteIds } from '../helpers/sqlite-ids.js'
 
 const TOKEN = 'sqlite-moved-file-token'
 const ACKNOWLEDGED = ['1', '2', '3', '4', '5']
-
-/** The ids stored in the database at `file`, as the next opener of the path sees them. */
-function storedIds (file: string): string[] {
-  const db = new Database(file, { fileMustExist: true })
-  try {
-    db.defaultSafeIntegers(true)
-    // The table itself may have been in a -wal that is gone.
-    if (db.prepare("SELECT 1 FROM sqlite_schema WHERE name = 'plants'").get() === undefined) return []
-    return db.prepare<[], { id: bigint }>('SELECT id FROM plants ORDER BY id').all().map(({ id }) => String(id))
-  } finally {
-    db.close()
-  }
-}
 
 /** A server on `folder`/plants.db holding plants 1 to 5, all still in its -wal (never checkpointed). */
 async function serve (t: Test, folder: string) {
@@ -52,24 +39,24 @@ t.test('moved away and copied back: the moved file holds every acknowledged plan
   renameSync(file, `${file}.bak`)
   copyFileSync(`${file}.bak`, file)
   await refusedThenStopped(t, server)
-  t.strictSame(storedIds(`${file}.bak`), ACKNOWLEDGED, 'plants.db.bak, the file the service had open, holds all 5')
+  t.strictSame(storedSqliteIds(`${file}.bak`), ACKNOWLEDGED, 'plants.db.bak, the file the service had open, holds all 5')
   t.ok(server.logs().some((line) => line.level >= 40 && String(line.msg).includes(`${file}.bak`)),
     'a warning names plants.db.bak', { logs: server.logs().filter(({ level }) => level >= 40) })
-  t.same(storedIds(file), [], 'the copy at the path is left as it was copied (its plants were only in the -wal)')
+  t.same(storedSqliteIds(file), [], 'the copy at the path is left as it was copied (its plants were only in the -wal)')
 })
 
 t.test('renamed away, restarted as the README says, then restored as it says: every acknowledged plant is back', async (t) => {
   const { file, env, server } = await serve(t, join(root, 'renamed'))
   renameSync(file, `${file}.bak`)
   await refusedThenStopped(t, server)
-  t.strictSame(storedIds(`${file}.bak`), ACKNOWLEDGED, 'plants.db.bak holds all 5 once the service has stopped')
+  t.strictSame(storedSqliteIds(`${file}.bak`), ACKNOWLEDGED, 'plants.db.bak holds all 5 once the service has stopped')
 
   // The restart the README advises: a new, empty database at the path.
   const restarted = await startServer(t, env)
   t.strictSame(listedIds((await send(restarted.url, TOKEN, 'GET', '/plants')).text), [], 'the restarted service has a new, empty database')
   restarted.child.kill('SIGTERM')
   await exitWithin(restarted, 10_000)
-  t.strictSame(storedIds(`${file}.bak`), ACKNOWLEDGED, 'the restart left plants.db.bak whole')
+  t.strictSame(storedSqliteIds(`${file}.bak`), ACKNOWLEDGED, 'the restart left plants.db.bak whole')
 
   // The README's restore: with the service stopped, move the file back, with no -wal or -shm of another.
   renameSync(`${file}.bak`, file)

@@ -11,19 +11,9 @@ import { StoreUnavailableError } from '../../errors/index.js'
 import { openSqliteStore } from '../../stores/sqlite/store.js'
 import { isStoreUnavailable, plantBody, send } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
+import { storedSqliteIds } from '../helpers/sqlite-ids.js'
 
 const TOKEN = 'sqlite-tampered-files-token'
-
-/** The ids stored in the database at `file`, as the next opener of the path sees them. */
-function storedIds (file: string): string[] {
-  const db = new Database(file)
-  try {
-    db.defaultSafeIntegers(true)
-    return db.prepare<[], { id: bigint }>('SELECT id FROM plants ORDER BY id').all().map(({ id }) => String(id))
-  } finally {
-    db.close()
-  }
-}
 
 /** A server on a database of its own in `folder`, holding plants 1 and 2. */
 async function serve (t: Test, folder: string) {
@@ -72,7 +62,7 @@ for (const [label, tamper] of [
     t.ok(isStoreUnavailable(await request('GET', '/readyz')), '/readyz answers 503')
     server.child.kill('SIGKILL')
     await exitWithin(server, 10_000)
-    t.strictSame(storedIds(file), ['1', '2', ...acknowledged], 'after kill -9, the path holds every plant acknowledged')
+    t.strictSame(storedSqliteIds(file), ['1', '2', ...acknowledged], 'after kill -9, the path holds every plant acknowledged')
   })
 }
 
@@ -90,7 +80,7 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     t.ok(isStoreUnavailable(await request('POST', '/plants', plantBody('3', 'after'))), 'a create answers 503: the service knows')
     server.child.kill(signal)
     await exitWithin(server, 10_000)
-    const ids = storedIds(file)
+    const ids = storedSqliteIds(file)
     t.equal(ids.length, 2001, 'opening the path shows the 2,001 plants moved in, not the 2 of the old database')
     const check = new Database(file)
     t.strictSame(check.pragma('integrity_check'), [{ integrity_check: 'ok' }], 'integrity_check ok')
@@ -106,5 +96,5 @@ t.test('in process: the -wal removed, the store copies its plants into the datab
   await t.rejects(store.create({ id: 2n, name: 'after' }), StoreUnavailableError, 'a create answers 503')
   await t.rejects(store.ping(), StoreUnavailableError, 'ping too')
   await store.close()
-  t.strictSame(storedIds(file), ['1'], 'plant 1, acknowledged before the removal, is in the database file')
+  t.strictSame(storedSqliteIds(file), ['1'], 'plant 1, acknowledged before the removal, is in the database file')
 })
