@@ -5,7 +5,7 @@ import fp from 'fastify-plugin'
 import type { ErrorBody } from '../schemas/index.js'
 import { isKnownFault, UnsupportedMediaTypeError } from '../errors/index.js'
 import { FaultLog } from './fault-log.js'
-import type { Schedule } from './log-repeats.js'
+import type { Schedule } from '../errors/log-repeats.js'
 
 export const INTERNAL_ERROR_MESSAGE = 'Internal server error'
 export const ROUTE_NOT_FOUND = 'Route not found'

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { reasonOf } from '../errors/index.js'
-import { LogRepeats, type Schedule } from './log-repeats.js'
+import { LogRepeats, type Schedule } from '../errors/log-repeats.js'
 
 /**
  * Known faults (isKnownFault) as the log tells them: under an outage every request fails, and a

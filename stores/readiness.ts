@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { failureFields, reasonOf } from '../errors/index.js'
-import { LogRepeats, type Schedule } from '../plugins/log-repeats.js'
+import { LogRepeats, type Schedule } from '../errors/log-repeats.js'
 import type { PlantStore } from './types.js'
 
 export const NOT_READY_AT_START = 'plant-store: the store does not answer at start-up: /readyz answers 503 until it does'

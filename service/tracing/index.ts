@@ -1,18 +1,8 @@
-import type { FastifyPluginCallback } from 'fastify'
 import { ConfigError, type Config } from '../config.js'
-import type { PlantStore, WebhookTracing } from '../../src/service-api.js'
 import { tracingOn } from './settings.js'
+import type { Tracing } from './types.js'
 
-/** What the service traces with, when tracing is on (service/tracing/sdk.ts). */
-export interface Tracing {
-  /** @fastify/otel's plugin: registered before any route, it gives each request its span. */
-  plugin: FastifyPluginCallback
-  /** The store, each operation in a span of its own. */
-  wrapStore (store: PlantStore): PlantStore
-  webhooks: WebhookTracing
-  /** Sends the spans still batched, and stops. */
-  shutdown (): Promise<void>
-}
+export type { Tracing }
 
 /** The database system of a store URL, as OpenTelemetry names it. */
 export const systemOf = (databaseUrl: string) => databaseUrl.startsWith('sqlite:') ? 'sqlite' : databaseUrl.startsWith('memory:') ? 'memory' : 'postgresql'

@@ -6,7 +6,7 @@ import type { Config } from '../config.js'
 import { pathOf } from '../request-log.js'
 import { tracerProvider, TRACER_NAME, type ProviderSettings } from './provider.js'
 import { tracedStore } from './store.js'
-import type { Tracing } from './index.js'
+import type { Tracing } from './types.js'
 import { webhookTracing } from './webhooks.js'
 
 export { samplerOf } from './provider.js'
