@@ -14,7 +14,7 @@ const OTHER = secret(64)
 const webhooksOf = (env: Record<string, string>) => readWebhooks(loadConfig({ DATABASE_URL: 'memory:', ...env }))
 
 // Independent subtests; the one that starts the service waits on a process of its own: alongside the rest.
-t.jobs = 3
+t.jobs = 9
 
 t.test('no webhook setting: the feature is off, the option absent', async (t) => {
   t.equal(webhooksOf({}), undefined)
