@@ -10,9 +10,10 @@ import type { FromThread, ThreadData, ToThread } from '../../webhooks/thread-mes
 const { mode, bell } = workerData as ThreadData & { mode: 'throw' | 'deaf' | 'obedient' }
 const port = parentPort!
 const post = (message: FromThread) => port.postMessage(message)
+// Listening before it says it started: a ring the host sends once it reads that is not missed.
+listen(bell, () => post({ kind: 'log', level: 'info', object: {}, message: 'stand-in rung' }), 10)
 post({ kind: 'log', level: 'info', object: { threadMode: mode }, message: 'stand-in started' })
 post({ kind: 'attempts', attempts: [['e0', 'success', Float64Array.of(0.01, 0.02)]] })
-listen(bell, () => post({ kind: 'log', level: 'info', object: {}, message: 'stand-in rung' }), 10)
 if (mode === 'throw') setTimeout(() => { throw new Error('the stand-in failed') }, 10)
 port.on('message', (message: ToThread) => {
   post({ kind: 'log', level: 'warn', object: { received: message.kind }, message: 'stand-in told' })

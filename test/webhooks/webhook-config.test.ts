@@ -13,6 +13,9 @@ const SECRET = secret()
 const OTHER = secret(64)
 const webhooksOf = (env: Record<string, string>) => readWebhooks(loadConfig({ DATABASE_URL: 'memory:', ...env }))
 
+// Independent subtests; the one that starts the service waits on a process of its own: alongside the rest.
+t.jobs = 9
+
 t.test('no webhook setting: the feature is off, the option absent', async (t) => {
   t.equal(webhooksOf({}), undefined)
   t.equal(appOptions(loadConfig({ DATABASE_URL: 'memory:' }), ['t']).webhooks, undefined)

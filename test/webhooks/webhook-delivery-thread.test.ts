@@ -17,6 +17,9 @@ function recordingLog () {
 
 const data = { store: 'sqlite:unused.db', webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }
 
+// Independent subtests, each its own threads and log, mostly waiting for a thread to start: together.
+t.jobs = 5
+
 t.test('a delivery thread that throws is logged and started again, each time after twice the wait, while this thread runs on', async (t) => {
   const { lines, log } = recordingLog()
   const attempts: unknown[] = []

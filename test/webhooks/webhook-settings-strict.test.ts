@@ -26,6 +26,9 @@ async function refusedAtStart (t: Test, env: Record<string, string>, line: strin
   t.notMatch(server.stdout(), /Server listening/)
 }
 
+// Independent subtests; those that start the service wait on a process of their own: together.
+t.jobs = 4
+
 t.test('WEBHOOK_ENDPOINTS_FILE is read as the token file is: a regular file of at most 1 MiB', async (t) => {
   const dir = t.testdir({ 'hooks.json': JSON.stringify([ENDPOINT]) })
   const huge = join(dir, 'huge.json')

@@ -20,14 +20,21 @@ async function downFor (url: string) {
   return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
 }
 
+// Independent subtests, each on a database of its own: together.
+t.jobs = 5
+
 t.test('the database down while the worker claims, records, disables and prunes: warnings, then delivery once it is back', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   const store = await openPostgresStore(url)
   t.teardown(() => store.close())
-  // The receiver answers 410 after 400 ms: meanwhile the database goes down, so that neither
-  // the endpoint's disabling nor the attempt's result can be written.
+  // The receiver holds its first answer, 410, until the database is down, so that neither the
+  // endpoint's disabling nor the attempt's result can be written.
   let gone = true
-  const receiver = await startReceiver(t, (response) => { setTimeout(() => { response.statusCode = gone ? 410 : 204; response.end() }, 400) })
+  let answer = () => {}
+  const receiver = await startReceiver(t, (response) => {
+    answer = () => { response.statusCode = gone ? 410 : 204; response.end() }
+    if (!gone) answer()
+  })
   const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }], { timeout: 1000 }))
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
@@ -44,6 +51,7 @@ t.test('the database down while the worker claims, records, disables and prunes:
   t.ok(await eventually(() => receiver.received.length === 1), 'the first attempt is under way')
   const up = await downFor(url)
   t.teardown(up)
+  answer()
   const expected = [/endpoint could not be disabled/, /results could not be written/, /could not be claimed/, /could not be pruned/]
   const warned = () => expected.filter((pattern) => warnings.some((message) => pattern.test(message)))
   t.ok(await eventually(() => warned().length === expected.length, 5000), `warned: ${[...new Set(warnings)].join(' | ')}`)
