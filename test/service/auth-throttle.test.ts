@@ -10,6 +10,9 @@ import plantStore from '../../src/plugin.js'
 import { AUTH, build, TOKEN } from '../helpers/app.js'
 import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
 
+// The subtests are independent: the server process one starts overlaps the others.
+t.jobs = 8
+
 const THROTTLED = new AuthThrottledError().message
 const guess = (n: number) => ({ authorization: `Bearer guess-${n}` })
 

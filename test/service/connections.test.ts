@@ -10,6 +10,9 @@ import { answers, client, type Client } from '../helpers/exchange.js'
 import { assertNewcomerMakesRoom } from '../helpers/make-room.js'
 import { settlesWithin } from '../helpers/time.js'
 
+// The subtests are independent, each with its own server, and several wait on timers: they run at once.
+t.jobs = 12
+
 const slowBody = '{"id":1,"name":"slow"}'
 // Another plant, of the same length: the same head (Content-Length) serves both.
 const lateBody = '{"id":2,"name":"late"}'

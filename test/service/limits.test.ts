@@ -5,11 +5,28 @@ import { loadConfig } from '../../service/config.js'
 import { build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
 import { exchange } from '../helpers/exchange.js'
 
+// The subtests are independent, and most wait on a timeout: they run at once, so that the waits
+// overlap (the default HEADERS_TIMEOUT's 10 s the longest).
+t.jobs = 16
+
+/**
+ * Keeps the event loop busy for `ms`, in slices of 100 ms with a turn of the loop between them:
+ * every load sample taken meanwhile sees it over half busy and each of its turns delayed, while
+ * the timeouts the other subtests wait for are held up by at most a slice.
+ */
+async function busyFor (ms: number) {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    const slice = Math.min(until, Date.now() + 100)
+    while (Date.now() < slice);
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
 t.test('an overloaded process sheds plant requests with 503 and Retry-After, and nothing is stored', async (t) => {
   const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 7 } })
-  // Hold the event loop long enough for the next sample to see the delay.
-  const until = Date.now() + 1200
-  while (Date.now() < until);
+  // Samples are taken once a second: the second one sees nothing but the busy loop's delays.
+  await busyFor(2200)
   await sleep(50)
   const response = await createPlant(app, { id: 1, name: 'n' })
   t.equal(response.statusCode, 503)
@@ -21,13 +38,11 @@ t.test('an overloaded process sheds plant requests with 503 and Retry-After, and
 
 t.test('event-loop utilization and heap use above their thresholds shed plant requests too', async (t) => {
   const busy = await build(t, { pressure: { maxEventLoopUtilization: 0.5 } })
-  // Keep the loop busy through a whole sample.
-  const until = Date.now() + 1200
-  while (Date.now() < until);
+  const heavy = await build(t, { pressure: { maxHeapUsedBytes: 1 } })
+  // The second sample sees nothing but the busy loop; the heavy app takes its samples meanwhile.
+  await busyFor(2200)
   await sleep(50)
   t.equal((await createPlant(busy.app, { id: 1, name: 'n' })).statusCode, 503, 'a loop busy over half the time')
-  const heavy = await build(t, { pressure: { maxHeapUsedBytes: 1 } })
-  await sleep(1100)
   t.equal((await createPlant(heavy.app, { id: 1, name: 'n' })).statusCode, 503, 'a heap over its threshold')
   t.same([...await storedPlants(busy.store), ...await storedPlants(heavy.store)], [])
 })
