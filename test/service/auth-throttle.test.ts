@@ -10,8 +10,28 @@ import plantStore from '../../src/plugin.js'
 import { AUTH, build, TOKEN } from '../helpers/app.js'
 import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
 
+// The subtests are independent: the server process one starts overlaps the others.
+t.jobs = 8
+
 const THROTTLED = new AuthThrottledError().message
 const guess = (n: number) => ({ authorization: `Bearer guess-${n}` })
+
+// Alone, before the others run at once: its failures must fall within a 300 ms window.
+t.test('requests without a token checked are not counted; the window ends; false turns the limit off', { buffered: false }, async (t) => {
+  const { app } = await build(t, { authFailureLimit: { max: 2, timeWindow: 300 } })
+  for (let n = 0; n < 5; n++) t.equal((await app.inject({ url: '/plants' })).statusCode, 401, 'no token at all: 401')
+  t.equal((await app.inject({ url: '/plants?access_token=x', headers: AUTH })).statusCode, 401, 'a token in the query is refused unchecked')
+  t.equal((await app.inject({ url: '/plants', headers: { authorization: 'Basic eDp5' } })).statusCode, 401, 'another scheme too')
+  t.equal((await app.inject({ url: '/plants', headers: guess(1) })).statusCode, 401)
+  t.equal((await app.inject({ url: '/plants', headers: guess(2) })).statusCode, 401)
+  t.equal((await app.inject({ url: '/plants', headers: guess(3) })).statusCode, 429, 'two failures: throttled')
+  await sleep(350)
+  t.equal((await app.inject({ url: '/plants', headers: guess(4) })).statusCode, 401, 'after the window')
+
+  const { app: open } = await build(t, { authFailureLimit: false })
+  for (let n = 0; n < DEFAULT_AUTH_FAILURE_LIMIT.max + 5; n++) await open.inject({ url: '/plants', headers: guess(n) })
+  t.equal((await open.inject({ url: '/plants', headers: guess(0) })).statusCode, 401, 'no limit')
+})
 
 // Reported: wrong tokens were never counted; unlimited guesses got 401.
 t.test('past the documented number of failed authentications, an address gets 429 with Retry-After for a wrong token', async (t) => {
@@ -26,22 +46,6 @@ t.test('past the documented number of failed authentications, an address gets 42
   const elsewhere = await app.inject({ url: '/plants', headers: guess(max + 1), remoteAddress: '10.0.0.2' })
   t.equal(elsewhere.statusCode, 401, 'another address is not affected')
   t.equal((await app.inject({ url: '/healthz' })).statusCode, 200, 'the probes are not affected')
-})
-
-t.test('requests without a token checked are not counted; the window ends; false turns the limit off', async (t) => {
-  const { app } = await build(t, { authFailureLimit: { max: 2, timeWindow: 300 } })
-  for (let n = 0; n < 5; n++) t.equal((await app.inject({ url: '/plants' })).statusCode, 401, 'no token at all: 401')
-  t.equal((await app.inject({ url: '/plants?access_token=x', headers: AUTH })).statusCode, 401, 'a token in the query is refused unchecked')
-  t.equal((await app.inject({ url: '/plants', headers: { authorization: 'Basic eDp5' } })).statusCode, 401, 'another scheme too')
-  t.equal((await app.inject({ url: '/plants', headers: guess(1) })).statusCode, 401)
-  t.equal((await app.inject({ url: '/plants', headers: guess(2) })).statusCode, 401)
-  t.equal((await app.inject({ url: '/plants', headers: guess(3) })).statusCode, 429, 'two failures: throttled')
-  await sleep(350)
-  t.equal((await app.inject({ url: '/plants', headers: guess(4) })).statusCode, 401, 'after the window')
-
-  const { app: open } = await build(t, { authFailureLimit: false })
-  for (let n = 0; n < DEFAULT_AUTH_FAILURE_LIMIT.max + 5; n++) await open.inject({ url: '/plants', headers: guess(n) })
-  t.equal((await open.inject({ url: '/plants', headers: guess(0) })).statusCode, 401, 'no limit')
 })
 
 t.test('the host\'s authenticate is throttled the same way when the host asks', async (t) => {

@@ -11,9 +11,13 @@ import { connectionOptions } from '../../service/app.js'
 import { loadConfig, MAX_TOKENS_FILE_BYTES, readTokens } from '../../service/config.js'
 import { MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT } from '../../schemas/index.js'
 import { checkOptions } from '../../src/options.js'
+import { listening, TOKEN as TEST_TOKEN } from '../helpers/app.js'
 import { send } from '../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
-import { exitWithin, linesOf, spawnServer, START_TIMEOUT, startServer } from '../helpers/server-process.js'
+import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
+
+// The subtests are independent; those that start a server process overlap their start-ups.
+t.jobs = 8
 
 const TOKEN = 'test-token-config-refusals'
 const pgSkip = await postgresSkip()
@@ -60,9 +64,11 @@ t.test('BODY_LIMIT and MAX_TEXT_LENGTH past what a process can hold are refused,
 
 t.test('REQUEST_TIMEOUT=0 (no limit) works with a HEADERS_TIMEOUT past Node\'s default request timeout', async (t) => {
   const env = { REQUEST_TIMEOUT: '0', HEADERS_TIMEOUT: '400000' }
-  t.match(connectionOptions(loadConfig(env)), { requestTimeout: 0, http: { requestTimeout: 0, headersTimeout: 400000 } })
-  const server = await startServer(t, { ...env, API_TOKENS: TOKEN })
-  t.equal((await send(server.url, TOKEN, 'GET', '/healthz')).status, 200, 'the service starts and answers')
+  const options = connectionOptions(loadConfig(env))
+  t.match(options, { requestTimeout: 0, http: { requestTimeout: 0, headersTimeout: 400000 } })
+  // The app and its HTTP server as the service builds them from these settings (Node checks the two timeouts there).
+  const { url } = await listening(t, {}, options)
+  t.equal((await send(url, TEST_TOKEN, 'GET', '/healthz')).status, 200, 'the service starts and answers')
 })
 
 t.test('sslmode=require against a server without TLS: refused at start with one line that says why', { skip: pgSkip }, async (t) => {

@@ -2,25 +2,32 @@
  * What the server does with its connections (service/connections.ts), over real sockets: which one
  * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
  */
+import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
-import { listening, storedPlants, TOKEN } from '../helpers/app.js'
+import { listening, storedPlants, TOKEN, type App } from '../helpers/app.js'
 import { answers, client, type Client } from '../helpers/exchange.js'
 import { assertNewcomerMakesRoom } from '../helpers/make-room.js'
 import { settlesWithin } from '../helpers/time.js'
 
+// The subtests are independent, each with its own server, and several wait on timers: they run at once.
+t.jobs = 12
+
 const slowBody = '{"id":1,"name":"slow"}'
 // Another plant, of the same length: the same head (Content-Length) serves both.
 const lateBody = '{"id":2,"name":"late"}'
+/** Resolves when the server has parsed the head of a request: from then on it is in flight. */
+const takenIn = (app: App) => once(app.server, 'request')
 const SLOW_POST_HEAD = `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\n` +
   `Content-Type: application/json\r\nContent-Length: ${slowBody.length}\r\n\r\n`
 
 t.test('at the connection limit, the oldest connection that owes nothing makes room; one mid-request is kept', async (t) => {
-  const { port, store } = await listening(t, {}, { maxConnections: 4 })
+  const { app, port, store } = await listening(t, {}, { maxConnections: 4 })
   const midRequest = await client(port)
+  const inFlight = takenIn(app)
   midRequest.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
-  await sleep(50)
+  await inFlight
   const silent = await client(port)
   const idle = await client(port)
   idle.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
@@ -66,12 +73,13 @@ t.test('at the limit with many idle strangers, the oldest makes room without a s
 })
 
 t.test('when every connection owes an answer, a new one is refused', async (t) => {
-  const { port } = await listening(t, {}, { maxConnections: 2 })
+  const { app, port } = await listening(t, {}, { maxConnections: 2 })
   const busy: Client[] = []
   for (let index = 0; index < 2; index++) {
     const connection = await client(port)
+    const inFlight = takenIn(app)
     connection.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
-    await sleep(50)
+    await inFlight
     busy.push(connection)
   }
   const refused = await client(port)
@@ -86,8 +94,9 @@ t.test('when every connection owes an answer, a new one is refused', async (t) =
 t.test('at shutdown: the request in flight is answered, one read after it gets 503 and stores nothing', async (t) => {
   const { app, port, store } = await listening(t)
   const pipelined = await client(port)
+  const inFlight = takenIn(app)
   pipelined.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
-  await sleep(100)
+  await inFlight
   const closing = app.close()
   await sleep(50)
   // The rest of the first body, then a second request on the same connection.
@@ -114,8 +123,9 @@ t.test('at shutdown, a connection that has said nothing yet is closed at once, n
 t.test('at shutdown, a connection is half-closed after its last answer; what its client sends then is not taken in', async (t) => {
   const { app, port, store } = await listening(t)
   const late = await client(port, true)
+  const inFlight = takenIn(app)
   late.socket.write(SLOW_POST_HEAD + slowBody.slice(0, 5))
-  await sleep(100)
+  await inFlight
   const closing = app.close()
   late.socket.write(slowBody.slice(5))
   await new Promise((resolve) => late.socket.once('end', resolve))
@@ -161,7 +171,8 @@ t.test('CONNECTION_TIMEOUT closes a connection whose client does not read its an
   reader.socket.destroy()
 })
 
-t.test('beyond the tokenless share, a new connection that has sent nothing yet is spared a moment: its request may be on its way', async (t) => {
+// Alone (not buffered: after the others): a stall of the shared event loop would outlast the moment it is spared.
+t.test('beyond the tokenless share, a new connection that has sent nothing yet is spared a moment: its request may be on its way', { buffered: false }, async (t) => {
   const { port } = await listening(t, {}, { maxConnections: 10, maxTokenless: 1 })
   const quiet = await client(port)
   await sleep(20)

@@ -7,6 +7,9 @@ import { METHOD_NOT_ALLOWED } from '../../plugins/method-not-allowed.js'
 import { build } from '../helpers/app.js'
 import { exitWithin, linesOf, spawnServer, startServer } from '../helpers/server-process.js'
 
+// The subtests are independent; those that start a server process overlap their start-ups.
+t.jobs = 8
+
 const TOKEN = 'test-token-metrics-listener'
 const LISTENING = /^Metrics listening at (http:\/\/127\.0\.0\.1:\d+)$/
 const notFound = { error: 404, message: 'Route not found' }

@@ -6,6 +6,9 @@ import t from 'tap'
 import { openapiText } from '../../service/openapi.js'
 import { NODE_ARGS } from '../helpers/server-process.js'
 
+// The subtests are independent: the processes they run (npm, Redocly, Spectral) overlap.
+t.jobs = 8
+
 const run = promisify(execFile)
 const ROOT = join(import.meta.dirname, '..', '..')
 const COMMITTED = join(ROOT, 'openapi.json')

@@ -3,6 +3,9 @@ import { loadConfig, trustProxy } from '../../service/config.js'
 import { AUTH, build } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 
+// The subtests are independent: the server process one starts overlaps the others.
+t.jobs = 8
+
 const TOKEN = 'test-token-trust-proxy-0123'
 const guess = (n: number) => `Bearer guess-${n}`
 
