@@ -9,6 +9,14 @@ const SAMPLE_INTERVAL = 1000
 const RESOLUTION = 10
 
 /**
+ * The event loop's mean delay (ms) over a sample, from its delay histogram. With no sample at all,
+ * the loop was blocked the whole time: no figure, and the worst one. (The histogram records a
+ * delay between two of its own ticks, and none for the first tick after a reset.)
+ */
+export const meanLoopDelay = (histogram: { mean: number }): number =>
+  Number.isNaN(histogram.mean) ? Infinity : histogram.mean / 1e6 - RESOLUTION
+
+/**
  * Refuses the routes of the registering scope with 503 and Retry-After while the process is
  * overloaded, so that the requests it does take are answered in time. Checked once a second,
  * from sources that need no file descriptor. (@fastify/under-pressure, used before, samples
@@ -24,8 +32,7 @@ export default fp<LoadSheddingOptions>(async function loadShedding (fastify, opt
   let utilization = performance.eventLoopUtilization()
   let overloaded = false
   const sampler = setInterval(() => {
-    // No sample at all: the loop was blocked the whole time.
-    const delay = Number.isNaN(delays.mean) ? Infinity : delays.mean / 1e6 - RESOLUTION
+    const delay = meanLoopDelay(delays)
     delays.reset()
     const now = performance.eventLoopUtilization()
     const utilized = performance.eventLoopUtilization(now, utilization).utilization

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
@@ -322,4 +323,15 @@ export function idleConnection (url: string): Promise<IdleConnection> {
     socket.once('close', () => reject(new Error(`closed before the response: ${JSON.stringify(received)}`)))
     socket.write(`GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: keep-alive\r\n\r\n`)
   })
+}
+
+/** `node server.mjs <args>` (the TypeScript entry here) with `overrides`, run to its end: its exit code and output. */
+export async function runEntry (args: string[], overrides: EnvOverrides = {}) {
+  const child = spawn(process.execPath, [...NODE_ARGS, SERVER_ENTRY, ...args], { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const [code] = await once(child, 'exit') as [number | null]
+  return { code, stdout, stderr }
 }

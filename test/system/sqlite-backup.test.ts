@@ -1,25 +1,11 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
-import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer, type EnvOverrides } from '../helpers/server-process.js'
+import { exitWithin, runEntry, startServer } from '../helpers/server-process.js'
 import { plantBody } from '../helpers/load.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
 import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'
-
-/** `node server.mjs <args>` (the TypeScript entry here) with `overrides`: its exit code and output. */
-async function command (args: string[], overrides: EnvOverrides) {
-  const child = spawn(process.execPath, [...NODE_ARGS, SERVER_ENTRY, ...args], { env: serverEnv(overrides), stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const [code] = await once(child, 'exit') as [number | null]
-  return { code, stdout, stderr }
-}
 
 const idIn = (body: string) => /"id":(-?\d+)/.exec(body)![1]
 
@@ -50,7 +36,7 @@ t.test('backup: a consistent copy taken under create load holds every acknowledg
   }))
   t.ok(await eventually(() => acknowledged.length >= 200, 60_000), 'creates are being acknowledged')
   const before = [...acknowledged]
-  const backup = await command(['backup', copy], { DATABASE_URL: `sqlite:${source}` })
+  const backup = await runEntry(['backup', copy], { DATABASE_URL: `sqlite:${source}` })
   const during = acknowledged.length - before.length
   load.stopped = true
   await creating
@@ -80,18 +66,4 @@ t.test('backup: a consistent copy taken under create load holds every acknowledg
   for (const { headers, body } of receiver.received.slice(firstDelivered)) verifyDelivery(secret, headers, body)
   restored.child.kill('SIGTERM')
   t.same(await exitWithin(restored, 15_000), { code: 0, signal: null }, 'the restored service stops cleanly')
-})
-
-t.test('backup refuses an existing destination, a store that is not SQLite, and a bad command line', async (t) => {
-  const dir = t.testdir({})
-  const source = join(dir, 'plants.db')
-  new Database(source).close()
-  const existing = await command(['backup', source], { DATABASE_URL: `sqlite:${source}` })
-  t.same([existing.code, existing.stderr], [1, `Backup failed: ${source} already exists: give a new path\n`])
-  const postgres = await command(['backup', join(dir, 'b.db')], { DATABASE_URL: 'postgres://127.0.0.1/x' })
-  t.same([postgres.code, postgres.stderr], [1, 'backup copies a SQLite store; DATABASE_URL is not sqlite:<path> (for PostgreSQL use pg_dump)\n'])
-  const usage = await command(['restore'], {})
-  t.equal(usage.code, 1)
-  t.match(usage.stderr, /^Usage: node server\.mjs backup <destination file>/)
-  t.notOk(existsSync(join(dir, 'b.db')), 'nothing is written on a refusal')
 })

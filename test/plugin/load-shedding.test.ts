@@ -1,0 +1,25 @@
+/**
+ * Load shedding when the event loop is blocked through a whole sample. In a file of its own: the
+ * blocked loop would hold up the timers of any test running beside it in the same process.
+ */
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { meanLoopDelay } from '../../plugins/load-shedding.js'
+import { build, createPlant, storedPlants } from '../helpers/app.js'
+
+t.test('a sample with no delay measured at all (the loop blocked throughout) is the worst delay, not none', async (t) => {
+  t.equal(meanLoopDelay({ mean: Number.NaN }), Infinity)
+  t.equal(meanLoopDelay({ mean: 30e6 }), 20, 'otherwise the mean, less the histogram\'s own 10 ms timer')
+})
+
+t.test('a loop blocked for longer than a sample, in one block: plant requests shed with 503, nothing stored', async (t) => {
+  const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 3 } })
+  const until = Date.now() + 1200
+  while (Date.now() < until);
+  await sleep(50)
+  const response = await createPlant(app, { id: 1, name: 'n' })
+  t.equal(response.statusCode, 503)
+  t.equal(response.headers['retry-after'], '3')
+  t.same(response.json(), { error: 503, message: 'The service is overloaded, try again later' })
+  t.same(await storedPlants(store), [])
+})
