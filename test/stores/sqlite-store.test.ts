@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
@@ -9,6 +9,7 @@ import { buildApp } from '../../service/app.js'
 import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
 import { messageId } from '../../webhooks/signing.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
+import { storedSqliteIds } from '../helpers/sqlite-ids.js'
 
 t.test('the file is created on first start, in WAL mode with fsync on every commit', async (t) => {
   const file = join(t.testdir(), 'plants.db')
@@ -235,4 +236,29 @@ t.test('a reader holding a snapshot lets the log grow past its bound; once it le
   while (fileSize(`${file}-wal`) > WAL_LIMIT_BYTES && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
   t.ok(fileSize(`${file}-wal`) <= WAL_LIMIT_BYTES, `then back within the bound (${grown} -> ${fileSize(`${file}-wal`)} bytes)`)
   t.equal((await store.list({ limit: 1 })).length, 1, 'and the plants are there')
+})
+
+t.test('the database renamed away while open: the log is emptied into it, the warning names it, and it holds every plant', async (t) => {
+  const dir = t.testdir()
+  const file = join(dir, 'plants.db')
+  const warnings: string[] = []
+  const store = openSqliteStore(file, { log: { warn: (line: string) => warnings.push(line), info: () => {} } })
+  for (const id of [1n, 2n, 3n]) await store.create({ id, name: 'acknowledged' })
+  const moved = join(dir, 'moved.db')
+  renameSync(file, moved)
+  await t.rejects(store.create({ id: 4n, name: 'refused' }), StoreUnavailableError, 'a create answers 503')
+  await store.close()
+  t.match(warnings, [new RegExp(`every plant acknowledged is in ${moved}$`)], 'one warning, naming where the plants are')
+  t.strictSame(storedSqliteIds(moved), ['1', '2', '3'], 'the moved file holds every acknowledged plant')
+})
+
+t.test('the -wal removed while open, the store copies its plants into the database and refuses writes; closed, the file holds them', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const store = openSqliteStore(file)
+  await store.create({ id: 1n, name: 'in the log only' })
+  rmSync(`${file}-wal`)
+  await t.rejects(store.create({ id: 2n, name: 'after' }), StoreUnavailableError, 'a create answers 503')
+  await t.rejects(store.ping(), StoreUnavailableError, 'ping too')
+  await store.close()
+  t.strictSame(storedSqliteIds(file), ['1'], 'plant 1, acknowledged before the removal, is in the database file')
 })

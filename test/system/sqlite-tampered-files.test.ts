@@ -7,8 +7,6 @@ import { copyFileSync, mkdirSync, renameSync, rmSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
 import { isStoreUnavailable, plantBody, send } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
 import { storedSqliteIds } from '../helpers/sqlite-ids.js'
@@ -87,14 +85,3 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     check.close()
   })
 }
-
-t.test('in process: the -wal removed, the store copies its plants into the database and refuses writes; closed, the file holds them', async (t) => {
-  const file = join(t.testdir(), 'plants.db')
-  const store = openSqliteStore(file)
-  await store.create({ id: 1n, name: 'in the log only' })
-  rmSync(`${file}-wal`)
-  await t.rejects(store.create({ id: 2n, name: 'after' }), StoreUnavailableError, 'a create answers 503')
-  await t.rejects(store.ping(), StoreUnavailableError, 'ping too')
-  await store.close()
-  t.strictSame(storedSqliteIds(file), ['1'], 'plant 1, acknowledged before the removal, is in the database file')
-})
