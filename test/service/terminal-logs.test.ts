@@ -8,6 +8,9 @@ const quote = (word: string) => `'${word.replaceAll("'", "'\\''")}'`
 const plain = (text: string) => text.replaceAll(/\x1b\[[0-9;]*m/g, '')  // eslint-disable-line no-control-regex
 const LISTENING = /Server listening at http:\/\/127\.0\.0\.1:\d+/
 
+// Each test waits on a service process of its own: side by side.
+t.jobs = 2
+
 /**
  * The service with its stdout on a terminal: util-linux `script` runs it on a pseudo-terminal and
  * copies what it writes to us. Resolves with that output once the service is listening and has been
