@@ -27,12 +27,14 @@ const { values: args } = parseArgs({
     parts: { type: 'string', default: 'cpu,rate,drain' },
     rate: { type: 'string', default: '1000' },
     entry: { type: 'string' },
+    compare: { type: 'string' },
     help: { type: 'boolean', default: false }
   }
 })
 if (args.help) {
   process.stdout.write('node dist/bench/webhooks.js [--rounds 3] [--duration 10] [--connections 50] [--stores sqlite,postgres] ' +
-    '[--parts cpu,rate,drain] [--rate 1000] [--entry another-build/server.mjs]\n')
+    '[--parts cpu,rate,drain] [--rate 1000] [--entry another-build/server.mjs] [--compare another-build/server.mjs]\n' +
+    '  --compare: the part cpu runs that build too, in the same rounds (its lines marked "(compare)"): before/after in one run\n')
   process.exit(0)
 }
 const [rounds, duration, connections] = [Number(args.rounds), Number(args.duration), Number(args.connections)]
@@ -99,51 +101,66 @@ async function drained (): Promise<void> {
 }
 
 const lines: string[] = []
+type CreateRun = Awaited<ReturnType<typeof createRun>>
+
+/** This build, and with --compare another build's entry beside it, in the same rounds. */
+const BUILDS = [{ label: '', entry: SERVICE }, ...(args.compare === undefined ? [] : [{ label: ' (compare)', entry: args.compare }])]
+
 async function measure (store: string, url: () => Promise<string>, xacts?: (url: string) => Promise<number>) {
-  const [plainUrl, hooksUrl] = [await url(), await url()]
-  const env = { DATABASE_URL: plainUrl, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
-  const plain = await startServer({ name: `${store}`, script: SERVICE, env, stderrFile: join(tmp, `${store}.log`) })
-  const hooks = await startServer({
-    name: `${store}+webhook`, script: SERVICE, env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv }, stderrFile: join(tmp, `${store}-webhook.log`)
-  })
-  await createRun(plain, 2)
-  await createRun(hooks, 2)
-  const runs = { plain: [] as Array<Awaited<ReturnType<typeof createRun>>>, hooks: [] as Array<Awaited<ReturnType<typeof createRun>>> }
-  const pendings: number[] = []
+  const builds = []
+  for (const { label, entry } of BUILDS) {
+    const [plainUrl, hooksUrl] = [await url(), await url()]
+    const name = `${store}${label}`
+    const env = { DATABASE_URL: plainUrl, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
+    const plain = await startServer({ name, script: entry, env, stderrFile: join(tmp, `${name}.log`) })
+    const hooks = await startServer({
+      name: `${name}+webhook`, script: entry, env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv }, stderrFile: join(tmp, `${name}-webhook.log`)
+    })
+    await createRun(plain, 2)
+    await createRun(hooks, 2)
+    builds.push({ name, plain, hooks, plainUrl, hooksUrl, runs: { plain: [] as CreateRun[], hooks: [] as CreateRun[] }, pendings: [] as number[] })
+  }
   for (let round = 1; round <= rounds; round++) {
-    runs.plain.push(await createRun(plain, duration))
-    runs.hooks.push(await createRun(hooks, duration))
-    pendings.push(await pending(hooks))
-    // The next run, on the same core, starts once the delivery has caught up.
-    await drained()
-    progress(`[${store} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; pending ${pendings.at(-1)}`)
+    // With --compare, the builds take turns going first.
+    for (const { name, plain, hooks, runs, pendings } of round % 2 === 1 ? builds : builds.toReversed()) {
+      runs.plain.push(await createRun(plain, duration))
+      runs.hooks.push(await createRun(hooks, duration))
+      pendings.push(await pending(hooks))
+      // The next run, on the same core, starts once the delivery has caught up.
+      await drained()
+      progress(`[${name} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; pending ${pendings.at(-1)}`)
+    }
   }
   const drainStart = performance.now()
-  while (await pending(hooks) > 0 && performance.now() - drainStart < 60_000) await sleep(50)
+  while ((await Promise.all(builds.map(({ hooks }) => pending(hooks)))).some((left) => left > 0) && performance.now() - drainStart < 60_000) await sleep(50)
   const drainMs = performance.now() - drainStart
-  const created = runs.hooks.reduce((sum, run) => sum + run.created, 0)
+  const created = builds.reduce((sum, { runs }) => sum + runs.hooks.reduce((each, run) => each + run.created, 0), 0)
   // PostgreSQL sessions report their statistics up to 10 s after they fall idle: the runs' are in first.
   await sleep(11_000)
-  // Idle: 10 s of nothing, both at once.
+  // Idle: 10 s of nothing, all at once.
   const idle = async (server: Server, databaseUrlOf: string) => {
     const [cpu, xact] = [cpuMicros(server.pid), await xacts?.(databaseUrlOf)]
     await sleep(10_000)
     return { cpuMs: (cpuMicros(server.pid) - cpu) / 1000, xacts: xact === undefined ? undefined : await xacts!(databaseUrlOf) - xact }
   }
-  const [idlePlain, idleHooks] = await Promise.all([idle(plain, plainUrl), idle(hooks, hooksUrl)])
-  const off = { cpu: median(runs.plain.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.plain.map(({ reqPerSec }) => reqPerSec)) }
-  const on = { cpu: median(runs.hooks.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.hooks.map(({ reqPerSec }) => reqPerSec)) }
-  // Per round, on over off; the median of those ratios.
-  const apiRatio = median(runs.hooks.map((run, index) => run.apiCpuPerCreate / runs.plain[index].apiCpuPerCreate))
-  const apiOn = median(runs.hooks.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
-  const apiOff = median(runs.plain.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
-  lines.push(`${store}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x)`)
-  lines.push(`${store}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
-    `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x); pending after each run ${pendings.join(', ')}; ` +
-    `drained in ${drainMs.toFixed(0)} ms`,
-  `${store}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
-    (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
-  progress(lines.slice(-3).join('\n'))
+  const idles = await Promise.all(builds.map(({ plain, hooks, plainUrl, hooksUrl }) => Promise.all([idle(plain, plainUrl), idle(hooks, hooksUrl)])))
+  for (const [index, { name, runs, pendings }] of builds.entries()) {
+    const [idlePlain, idleHooks] = idles[index]
+    const off = { cpu: median(runs.plain.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.plain.map(({ reqPerSec }) => reqPerSec)) }
+    const on = { cpu: median(runs.hooks.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.hooks.map(({ reqPerSec }) => reqPerSec)) }
+    // Per round, on over off; the median of those ratios.
+    const apiRatio = median(runs.hooks.map((run, i) => run.apiCpuPerCreate / runs.plain[i].apiCpuPerCreate))
+    const apiOn = median(runs.hooks.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
+    const apiOff = median(runs.plain.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
+    lines.push(`${name}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x)`)
+    lines.push(`${name}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
+      `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x; median of per-round ratios ` +
+      `${median(runs.hooks.map((run, i) => run.reqPerSec / runs.plain[i].reqPerSec)).toFixed(2)}x); pending after each run ${pendings.join(', ')}; ` +
+      `drained in ${drainMs.toFixed(0)} ms`,
+    `${name}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
+      (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
+    progress(lines.slice(-3).join('\n'))
+  }
   return created
 }
 

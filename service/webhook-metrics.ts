@@ -92,6 +92,12 @@ export function webhookMetrics (registry: Registry, now: () => number = Date.now
       attempts.inc({ endpoint, outcome })
       duration.observe({ endpoint }, seconds)
     },
+    // A delivery thread's batch: the counter once, on the thread that serves HTTP.
+    attempts (endpoint, outcome, seconds) {
+      attempts.inc({ endpoint, outcome }, seconds.length)
+      const labels = { endpoint }
+      for (const each of seconds) duration.observe(labels, each)
+    },
     outbox (outbox) {
       source.outbox = outbox
     }

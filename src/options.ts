@@ -82,7 +82,7 @@ export const PlantStoreOptionsSchema = Type.Object({
   webhooks: Type.Optional(WebhooksOptionsSchema),
   observeWebhooks: Type.Optional(Type.Unsafe<WebhookObserver>(Type.Object({
     event: Type.Function([], Type.Unknown()), attempt: Type.Function([], Type.Unknown()), outbox: Type.Function([], Type.Unknown())
-  }, { description: 'an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts\' spans)' }))),
+  }, { description: 'an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts\' spans)' }))),
   openapi: Type.Optional(Type.Object({
     securityScheme: name('the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"'),
     plantsTag: name('the tag of the plant routes, letters, digits, ".", "-" or "_"'),

@@ -25,6 +25,8 @@ export interface DeliveryThreadOptions {
   data: DeliveryThreadData
   log: ThreadLog
   onAttempt: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
+  /** Told instead of `onAttempt`, when given: the attempts of one endpoint and outcome in a message, at once. */
+  onAttempts?: (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array) => void
   /** The thread's module (tests start others). */
   entry?: URL
   /** The wait before the first restart, doubled at each restart up to `restartMaxMs`. */
@@ -103,7 +105,11 @@ export class DeliveryThread implements Delivery {
 
   private receive (message: FromThread): void {
     if (message.kind === 'log') return this.options.log[message.level](message.object, message.message)
-    for (const [endpoint, outcome, seconds] of message.attempts) for (const each of seconds) this.options.onAttempt(endpoint, outcome, each)
+    const { onAttempt, onAttempts } = this.options
+    for (const [endpoint, outcome, seconds] of message.attempts) {
+      if (onAttempts) onAttempts(endpoint, outcome, seconds)
+      else for (const each of seconds) onAttempt(endpoint, outcome, each)
+    }
   }
 
   private post (message: ToThread): void {

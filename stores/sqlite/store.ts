@@ -41,6 +41,23 @@ const WAL_CHECK_MS = 1000
 // connection that leaves checkpoints to it (OutboxOptions.checkpointedElsewhere). PASSIVE: it waits
 // for no one, and copies what no reader still needs.
 export const BOOKKEEPING_CHECKPOINT_MS = 250
+export const CHECKPOINT_PASSES = 4
+
+/**
+ * A PASSIVE checkpoint (it waits for no one), passed again while the commits made during a pass
+ * left frames uncopied, at most CHECKPOINT_PASSES times: each pass copies only what the last left,
+ * in far less time, and once the log is copied whole the next commit starts it over instead of
+ * growing it past WAL_LIMIT_BYTES (which the API connection's timer would then copy and truncate,
+ * on the thread that serves HTTP). Frames a reader's snapshot still needs stay. Returns the passes.
+ */
+export function catchUpCheckpoint (db: Database.Database): number {
+  let passes = 0
+  for (;;) {
+    passes++
+    const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)') as Array<{ log: number, checkpointed: number }>
+    if (checkpointed >= log || passes === CHECKPOINT_PASSES) return passes
+  }
+}
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
@@ -252,7 +269,7 @@ class OpenedFiles {
 
   #checkpoint () {
     try {
-      this.db.pragma('wal_checkpoint(PASSIVE)')
+      catchUpCheckpoint(this.db)
     /* c8 ignore next 3: only a failing disk or a database moved away lands here */
     } catch {
       // The next tick tries again; the API's writes report the failure.
