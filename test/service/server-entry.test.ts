@@ -1,14 +1,11 @@
 /**
- * The service's entry (service/server.ts) as an operator runs it: its commands (schema-sql, backup)
- * instead of the service, a production start without tokens refused, a delivery-only start that
+ * The service's entry (service/server.ts) as an operator runs it: a command (test/service/commands
+ * has them all) instead of the service, a production start without tokens refused, a delivery-only start that
  * needs none. test/system/server-process.test.ts has the rest.
  */
-import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
 import t from 'tap'
 import { schemaSql } from '../../stores/postgres/schema-sql.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { exitWithin, linesOf, runEntry, spawnServer, startServer, START_TIMEOUT } from '../helpers/server-process.js'
 import { webhookEnv } from '../helpers/webhook-crash.js'
@@ -31,36 +28,6 @@ t.test('`server schema-sql` prints the SQL an administrator runs, and exits 0 wi
   const { code, stdout } = await runEntry(['schema-sql'])
   t.equal(code, 0)
   t.equal(stdout.trim(), schemaSql().trim(), 'the SQL, as schemaSql() makes it')
-})
-
-t.test('`server backup <file>`: a checked copy of the SQLite store, said in one line', async (t) => {
-  const dir = t.testdir()
-  const source = join(dir, 'plants.db')
-  const store = openSqliteStore(source)
-  for (const id of [1n, 2n, 3n]) await store.create({ id, name: 'kept' })
-  await store.close()
-  const copy = join(dir, 'copy.db')
-  const backup = await runEntry(['backup', copy], { DATABASE_URL: `sqlite:${source}` })
-  t.same([backup.code, backup.stdout], [0, `Backed up ${source} to ${copy}: 3 plants, integrity_check ok\n`])
-  const copied = openSqliteStore(copy)
-  t.teardown(() => copied.close())
-  t.equal((await copied.list({ limit: 10 })).length, 3, 'the copy holds the plants')
-})
-
-t.test('backup refuses an existing destination, a store that is not SQLite, and a bad command line', async (t) => {
-  const dir = t.testdir({})
-  const source = join(dir, 'plants.db')
-  new Database(source).close()
-  const [existing, postgres, usage] = await Promise.all([
-    runEntry(['backup', source], { DATABASE_URL: `sqlite:${source}` }),
-    runEntry(['backup', join(dir, 'b.db')], { DATABASE_URL: 'postgres://127.0.0.1/x' }),
-    runEntry(['restore'])
-  ])
-  t.same([existing.code, existing.stderr], [1, `Backup failed: ${source} already exists: give a new path\n`])
-  t.same([postgres.code, postgres.stderr], [1, 'backup copies a SQLite store; DATABASE_URL is not sqlite:<path> (for PostgreSQL use pg_dump)\n'])
-  t.equal(usage.code, 1)
-  t.match(usage.stderr, /^Usage: node server\.mjs backup <destination file>/)
-  t.notOk(existsSync(join(dir, 'b.db')), 'nothing is written on a refusal')
 })
 
 t.test('WEBHOOK_DELIVERY=only starts with no token configured and generates none: it serves no route that takes one', async (t) => {
