@@ -25,7 +25,7 @@ export interface WebhookObserver {
 }
 
 /** What the store writes for each event, inside the plant's own transaction. */
-const payloads: EventPayloads = {
+export const eventPayloads: EventPayloads = {
   created: (plant, at) => plantCreatedPayload(plant, at),
   deleted: (id, at) => plantDeletedPayload(id, at),
   messageId
@@ -34,7 +34,7 @@ const payloads: EventPayloads = {
 /** The outbox's options for these settings; `committed` is told of each commit that wrote events. */
 export const outboxOptions = (config: WebhooksConfig, committed?: OutboxOptions['committed']): OutboxOptions => ({
   endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-  payloads,
+  payloads: eventPayloads,
   ...(committed && { committed })
 })
 

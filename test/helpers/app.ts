@@ -64,6 +64,15 @@ export async function storedPlants (store: PlantStore) {
   return store.list({ limit: 1000 })
 }
 
+/** A plant create shed for load, as a client sees it: 503, Retry-After, the Error shape, nothing stored. */
+export async function assertCreateShed (t: Test, app: App, store: PlantStore, retryAfter: number) {
+  const response = await createPlant(app, { id: 1, name: 'n' })
+  t.equal(response.statusCode, 503)
+  t.equal(response.headers['retry-after'], String(retryAfter))
+  t.same(response.json(), { error: 503, message: 'The service is overloaded, try again later' })
+  t.same(await storedPlants(store), [])
+}
+
 /** A logger option that keeps the app's log lines, parsed, for the test to read. */
 export function collectLogs (level: string) {
   const lines: Array<Record<string, unknown>> = []

@@ -6,10 +6,9 @@ import { StoreUnavailableError } from '../../errors/index.js'
 import { openStore } from '../../stores/index.js'
 import { openSqliteStore, WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
 import { buildApp } from '../../service/app.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
 import { storedSqliteIds } from '../helpers/sqlite-ids.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 t.test('the file is created on first start, in WAL mode with fsync on every commit', async (t) => {
   const file = join(t.testdir(), 'plants.db')
@@ -180,7 +179,7 @@ const FRAME_BYTES = 4096 + 24
 const fileSize = (path: string) => existsSync(path) ? statSync(path).size : 0
 const outboxOptions = (checkpointedElsewhere: boolean) => ({
   endpoints: [{ name: 'e', events: ['plant.created' as const] }],
-  payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
+  payloads: eventPayloads,
   checkpointedElsewhere
 })
 

@@ -9,14 +9,13 @@ import t from 'tap'
 import { openStore } from '../../stores/index.js'
 import type { OutboxStore } from '../../stores/outbox.js'
 import { openSqliteStore } from '../../stores/sqlite/store.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 const OUTBOX = {
   endpoints: [{ name: 'e', events: ['plant.created' as const] }],
-  payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+  payloads: eventPayloads
 }
 const OLD_ID = 9007199254740993n
 

@@ -9,10 +9,9 @@ import { Registry } from 'prom-client'
 import t from 'tap'
 import { webhookMetrics } from '../../service/webhook-metrics.js'
 import { catchUpCheckpoint, CHECKPOINT_PASSES, openSqliteStore } from '../../stores/sqlite/store.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { DeliveryThread } from '../../webhooks/thread-host.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 const STAND_IN = new URL('../helpers/stand-in-delivery-thread.ts', import.meta.url)
 const log = { warn () {}, info () {}, error () {} }
@@ -64,7 +63,7 @@ t.test(`a checkpoint passes again while frames are left, ${CHECKPOINT_PASSES} pa
   // Checkpoints left to another connection, as with a delivery thread: the log keeps every frame.
   await store.openOutbox({
     endpoints: [{ name: 'e', events: ['plant.created'] }],
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
+    payloads: eventPayloads,
     checkpointedElsewhere: true
   })
   for (let id = 1n; id <= 20n; id++) await store.create({ id, name: 'n'.repeat(200) })

@@ -9,10 +9,9 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { openSqliteStore } from '../../stores/sqlite/store.js'
 import { resolveWebhooks } from '../../webhooks/config.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { DeliveryWorker } from '../../webhooks/worker.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 // More than the 10,000 an hourly run of one batch once removed: 48 batches of 250.
 const EVENTS = 12_000
@@ -24,7 +23,7 @@ t.test(`${EVENTS} delivered events past a retention of 1 ms: all pruned at start
   const config = resolveWebhooks(webhooksFor([{ url: 'http://127.0.0.1:9/hook', secret: newSecret() }], { retention: 1 }))
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+    payloads: eventPayloads
   })
   await Promise.all(Array.from({ length: EVENTS }, (_, index) => store.create({ id: BigInt(index + 1), name: 'pruned' })))
   const look = new Database(file)

@@ -3,12 +3,11 @@ import t from 'tap'
 import { StoreUnavailableError } from '../../errors/index.js'
 import { openPostgresStore } from '../../stores/postgres/store.js'
 import { resolveWebhooks } from '../../webhooks/config.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { DeliveryWorker } from '../../webhooks/worker.js'
 import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 const pgSkip = await postgresSkip()
 
@@ -38,7 +37,7 @@ t.test('the database down while the worker claims, records, disables and prunes:
   const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }], { timeout: 1000 }))
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+    payloads: eventPayloads
   })
   const warnings: string[] = []
   const fields: object[] = []
@@ -80,7 +79,7 @@ t.test('webhooks on with the database down at start: the store opens, creates ar
   const committed: number[] = []
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events: [...events, 'plant.deleted'] })),
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId },
+    payloads: eventPayloads,
     committed: (_type, count) => committed.push(count)
   })
   await t.rejects(store.create({ id: 1n, name: 'a' }), StoreUnavailableError, 'a create while down: 503')
@@ -102,7 +101,7 @@ t.test('closing while a claim is on its way: what it claimed is handed back, not
   const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }]))
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+    payloads: eventPayloads
   })
   await store.create({ id: 1n, name: 'a' })
   const worker = new DeliveryWorker({ outbox, config, log: { warn () {} } })
@@ -131,7 +130,7 @@ t.test('a database user that may not create the outbox tables: refused at start,
   roleUrl.username = role
   const store = await openPostgresStore(roleUrl.href)
   t.teardown(() => store.close())
-  const options = { endpoints: [{ name: 'e0', events: ['plant.created' as const] }], payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId } }
+  const options = { endpoints: [{ name: 'e0', events: ['plant.created' as const] }], payloads: eventPayloads }
   await t.rejects(store.openOutbox(options), /permission denied/)
   // Made by an administrator (here: the owner, opening the outbox once), the user needs no CREATE.
   const admin = await openPostgresStore(url)
@@ -148,6 +147,6 @@ t.test('a database user that may not create the outbox tables: refused at start,
 t.test('a plants table name too long to name its outbox tables after: refused when webhooks are opened', { skip: pgSkip }, async (t) => {
   const store = await openPostgresStore(await freshDatabase(t), { table: 'p'.repeat(45) })
   t.teardown(() => store.close())
-  await t.rejects(store.openOutbox({ endpoints: [], payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId } }),
+  await t.rejects(store.openOutbox({ endpoints: [], payloads: eventPayloads }),
     /table name may have at most 44 bytes/)
 })

@@ -9,13 +9,11 @@ import t from 'tap'
 import type { WebhookOutbox } from '../../stores/outbox.js'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import { resolveWebhooks } from '../../webhooks/config.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId } from '../../webhooks/signing.js'
 import { DeliveryWorker } from '../../webhooks/worker.js'
+import { eventPayloads as payloads } from '../../webhooks/wiring.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
-const payloads = { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
 const quiet = { warn () {} }
 
 /** Waits until the outbox's deliveries (one endpoint) have `states`, up to 20 s; resolves whether they did. */

@@ -8,12 +8,11 @@ import t, { type Test } from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import type { AttemptRecord } from '../../stores/outbox.js'
 import { resolveWebhooks } from '../../webhooks/config.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
 import { BACKOFF_MS } from '../../webhooks/schedule.js'
-import { messageId } from '../../webhooks/signing.js'
 import { DeliveryWorker } from '../../webhooks/worker.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 type Responder = NonNullable<Parameters<typeof startReceiver>[1]>
 
@@ -33,7 +32,7 @@ async function workerWith (t: Test, now: () => number, respond: Responder, rando
   const config = resolveWebhooks(webhooksFor([{ url: receiver.url, secret: newSecret() }], settings))
   const outbox = await store.openOutbox({
     endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
-    payloads: { created: plantCreatedPayload, deleted: plantDeletedPayload, messageId }
+    payloads: eventPayloads
   })
   const records: AttemptRecord[] = []
   const record = outbox.record.bind(outbox)
