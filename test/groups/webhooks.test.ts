@@ -1,0 +1,4 @@
+import { runFiles, testFiles } from '../helpers/group.js'
+
+const folder = new URL('../webhooks/', import.meta.url)
+await runFiles(folder, testFiles(folder))
