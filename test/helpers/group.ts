@@ -12,7 +12,8 @@ type Root = { test: (...args: unknown[]) => Promise<unknown>, jobs: number }
  *
  * A file's top-level `t.test(...)` calls are its subtests on tap's root: they are noted as the
  * file is imported, named after the file, and awaited before the next file is imported; a file's
- * `t.jobs` is put back to 1 after it. So files never overlap or change each other's settings.
+ * `t.jobs` and the environment are put back after it. So files never overlap or change each
+ * other's settings.
  */
 export async function runFiles (folder: URL, names: readonly string[]) {
   const root = t as unknown as Root
@@ -29,6 +30,7 @@ export async function runFiles (folder: URL, names: readonly string[]) {
 async function runFile (root: Root, file: URL) {
   const label = file.pathname.slice(file.pathname.lastIndexOf('/test/') + 1)
   const test = root.test
+  const env = { ...process.env }
   const subtests: Promise<unknown>[] = []
   let queued!: () => void
   const firstQueued = new Promise<void>((resolve) => { queued = resolve })
@@ -51,6 +53,8 @@ async function runFile (root: Root, file: URL) {
   if (subtests.length === 0) throw new Error(`${label} added no subtests that this group could see`)
   await Promise.all(subtests)
   root.jobs = 1
+  for (const name of Object.keys(process.env)) if (!(name in env)) delete process.env[name]
+  Object.assign(process.env, env)
 }
 
 /**
