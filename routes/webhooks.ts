@@ -38,7 +38,7 @@ function eventView (event: EventView) {
  * state, the events with each delivery, a redelivery by hand, an endpoint enabled again.
  */
 const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fastify, { tag, securityScheme, hostAuth, config }) => {
-  const { outbox, config: settings } = webhooksOf(fastify)
+  const { outbox, config: settings, wake } = webhooksOf(fastify)
   const tags = [tag]
   const security = securityScheme === undefined ? undefined : [{ [securityScheme]: [] }]
   const id = (name: string) => operationId(fastify.prefix, name)
@@ -90,6 +90,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     const { name } = request.params
     if (!configured.has(name)) throw new WebhookEndpointNotFoundError()
     await guarded(outbox.setEnabled(name, true))
+    wake()
     return (await endpointViews()).find((view) => view.name === name)!
   })
 
@@ -131,6 +132,7 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     const { endpoint } = request.body
     const redelivered = await guarded(outbox.redeliver(request.params.seq, endpoint, settings.retrySchedule.length))
     if (redelivered === 0) throw new WebhookEventNotFoundError()
+    wake()
     return reply.code(202).send({ redelivered })
   })
 }

@@ -19,10 +19,12 @@ export class WebhooksUnsupportedStoreError extends Error {
   override name = 'WebhooksUnsupportedStoreError'
 }
 
-/** The store's outbox and its settings, for the admin routes. */
+/** The store's outbox and its settings, for the admin routes, and the delivery's wake-up. */
 export interface Webhooks {
   outbox: WebhookOutbox
   config: WebhooksConfig
+  /** What an admin route made due (a redelivery, an endpoint enabled) leaves now, not at the next poll. */
+  wake: () => void
 }
 
 const DECORATOR = 'plantStoreWebhooks'
@@ -43,7 +45,7 @@ export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { web
       'SQLite and PostgreSQL stores do: without one, no event could be promised for a create. Use one of those stores, or remove the webhooks option')
   }
   const { outbox, delivery } = await wireEvents(open, config, fastify.log, { webhooks, store, postgres }, observer)
-  fastify.decorate(DECORATOR, { outbox, config })
+  fastify.decorate(DECORATOR, { outbox, config, wake: () => delivery.wake() })
   fastify.addHook('onReady', async () => delivery.start())
   // Stops claiming at once; the attempts in flight finish while the requests do.
   fastify.addHook('preClose', async () => { delivery.pause() })

@@ -27,9 +27,9 @@ export function verifyDelivery (secret: string, headers: IncomingHttpHeaders, bo
 }
 
 /** Waits until `check` holds, up to `ms` (generous: it returns as soon as it holds); resolves whether it did. */
-export async function eventually (check: () => boolean, ms = 20_000): Promise<boolean> {
+export async function eventually (check: () => boolean | Promise<boolean>, ms = 20_000): Promise<boolean> {
   const end = Date.now() + ms
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > end) return false
     await sleep(10)
   }
