@@ -4,11 +4,12 @@ import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
 // The worker looks for due deliveries once a second when nothing wakes it. What an admin route
-// makes due wakes it: each of ROUNDS sends leaves well within that second. Were it left to the
-// poll, its wait would be spread over the second and all ROUNDS under BOUND_MS has a chance of
-// (400 / 1000)^5 = 1 %. The bound leaves a loaded machine some 380 ms for a local send.
-const ROUNDS = 5
+// makes due wakes it: its sends leave well within that second. Were they left to the poll, each
+// wait would be spread over the second, and all but one of ROUNDS under BOUND_MS has a chance of
+// 8 x 0.4^7 x 0.6 + 0.4^8 = 0.85 %. One round may be slow: a loaded machine stalls a loop now and then.
+const ROUNDS = 8
 const BOUND_MS = 400
+const fast = (waits: number[]) => waits.filter((wait) => wait < BOUND_MS).length >= ROUNDS - 1
 
 const post = (app: App, url: string) => app.inject({ method: 'POST', url, headers: { ...AUTH, ...JSON_TYPE }, payload: '{}' })
 const endpointState = async (app: App) => (await app.inject({ url: '/webhooks/endpoints', headers: AUTH })).json()[0]
@@ -33,7 +34,7 @@ for (const [where, store] of Object.entries(STORES)) {
       t.ok(await eventually(() => receiver.received.length === 3 + round), 'sent again')
       waits.push(receiver.received[2 + round].at - before)
     }
-    t.ok(waits.every((wait) => wait < BOUND_MS), `each within ${BOUND_MS} ms: ${waits.join(', ')} ms`)
+    t.ok(fast(waits), `all but one within ${BOUND_MS} ms: ${waits.join(', ')} ms`)
   })
 
   t.test(`an endpoint enabled again gets its pending deliveries at once, not at the next poll (${where})`, async (t) => {
@@ -53,6 +54,6 @@ for (const [where, store] of Object.entries(STORES)) {
       t.ok(await eventually(() => receiver.received.length === received + 3), 'the two pending sent')
       waits.push(receiver.received[received + 1].at - before)
     }
-    t.ok(waits.every((wait) => wait < BOUND_MS), `each within ${BOUND_MS} ms: ${waits.join(', ')} ms`)
+    t.ok(fast(waits), `all but one within ${BOUND_MS} ms: ${waits.join(', ')} ms`)
   })
 }
