@@ -1,5 +1,4 @@
-import { runFiles, testFiles } from '../helpers/group.js'
+import { runTier } from '../helpers/group.js'
 
 // The service tier is the longest: its files run as two groups, side by side.
-const folder = new URL('../service/', import.meta.url)
-await runFiles(folder, testFiles(folder, { part: 2, of: 2 }))
+await runTier('service', { part: 2, of: 2 })

@@ -1,4 +1,3 @@
-import { runFiles, testFiles } from '../helpers/group.js'
+import { runTier } from '../helpers/group.js'
 
-const folder = new URL('../webhooks/', import.meta.url)
-await runFiles(folder, testFiles(folder))
+await runTier('webhooks')

@@ -15,7 +15,7 @@ type Root = { test: (...args: unknown[]) => Promise<unknown>, jobs: number }
  * `t.jobs` and the environment are put back after it. So files never overlap or change each
  * other's settings.
  */
-export async function runFiles (folder: URL, names: readonly string[]) {
+async function runFiles (folder: URL, names: readonly string[]) {
   const root = t as unknown as Root
   // tap ends its root once the loop is empty, which a pending import does not prevent: the loop
   // is held until the last file has run.
@@ -58,10 +58,11 @@ async function runFile (root: Root, file: URL) {
 }
 
 /**
- * The test files of a folder (`*.test.ts`), by name; with `part`, every `of`-th of them from the
- * `part`-th on (1-based), so that a folder's files can run as several groups side by side.
+ * Runs a tier's test files (`test/<tier>/*.test.ts`, by name) as one group; with `part`, every
+ * `of`-th of them from the `part`-th on (1-based), so that a tier can run as several groups side by side.
  */
-export function testFiles (folder: URL, { part = 1, of = 1 } = {}) {
-  return readdirSync(folder).filter((name) => name.endsWith('.test.ts')).sort()
-    .filter((_, index) => index % of === part - 1)
+export async function runTier (tier: string, { part = 1, of = 1 } = {}) {
+  const folder = new URL(`../${tier}/`, import.meta.url)
+  const names = readdirSync(folder).filter((name) => name.endsWith('.test.ts')).sort()
+  await runFiles(folder, names.filter((_, index) => index % of === part - 1))
 }
