@@ -29,6 +29,8 @@ export interface AttemptResult {
 
 type Outcome = Omit<AttemptResult, 'durationMs'>
 
+const timedOut = (): Outcome => ({ outcome: 'timeout', error: 'timeout' })
+
 function isBlockedLiteral (url: URL, allowed: Networks): boolean {
   try {
     checkLiteralHost(url, allowed)
@@ -66,9 +68,11 @@ class Attempt implements Dispatcher.DispatchHandler {
   private interimBytes = 0
   private readonly timer: NodeJS.Timeout
   private readonly start = performance.now()
+  private readonly deadline: number
 
   constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number) {
-    this.timer = setTimeout(() => this.cut({ outcome: 'timeout', error: 'timeout' }), timeout)
+    this.deadline = this.start + timeout
+    this.timer = setTimeout(() => this.cut(timedOut()), timeout)
   }
 
   private settle (result: Outcome): void {
@@ -95,6 +99,9 @@ class Attempt implements Dispatcher.DispatchHandler {
 
   onConnect (abort: (reason?: Error) => void): void {
     this.abortRequest = abort
+    // On a stalled loop the connection can come before the timer of an attempt already past its
+    // deadline has run: the deadline decides, and such an attempt is never sent.
+    if (performance.now() >= this.deadline) this.settle(timedOut())
     // Timed out or aborted while queued for a connection: never sent.
     if (this.settled) abort(new Error('ended before it was sent'))
   }

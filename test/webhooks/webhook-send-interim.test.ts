@@ -1,3 +1,5 @@
+import { once } from 'node:events'
+import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { startReceiver } from '../helpers/receiver.js'
 import { parseNetworks } from '../../webhooks/config.js'
@@ -72,6 +74,32 @@ t.test('an attempt that times out while queued for a connection is never sent', 
   // The pool hands the timed-out request a connection once the first is cut: it must not be sent on it.
   await new Promise((resolve) => setTimeout(resolve, 200))
   t.same(receiver.received.map(({ body }) => body), ['{"n":1}'], 'only the first request arrived')
+})
+
+t.test('an attempt whose deadline passes before it has a connection is never sent, its timer late or not', async (t) => {
+  // On a stalled loop the connection can come before the attempt's overdue timer has run: the
+  // deadline, not the timer, decides. Node runs due timers, then reads sockets in the order they
+  // became ready: data written to a stalling socket before the attempt connects is read first,
+  // and stalls the loop past the deadline before the connection is handed over.
+  const TIMEOUT = 200
+  const receiver = await startReceiver(t)
+  const sending = new EndpointSender(new URL(receiver.url), LOOPBACK, TIMEOUT, 1)
+  t.teardown(() => sending.close())
+  let stallUntil = 0
+  const staller = createNetServer((socket) => socket.on('data', () => { while (performance.now() < stallUntil); }))
+  staller.listen(0, '127.0.0.1')
+  await once(staller, 'listening')
+  const trigger = connect((staller.address() as AddressInfo).port, '127.0.0.1')
+  await once(trigger, 'connect')
+  t.teardown(() => { trigger.destroy(); staller.close() })
+  const attempt = await new Promise<ReturnType<typeof sending.send>>((resolve) => setTimeout(() => {
+    trigger.write('stall')
+    stallUntil = performance.now() + TIMEOUT + 100
+    resolve(sending.send(HEADERS, '{"n":1}'))
+  }, 10))
+  t.match(await attempt, { outcome: 'timeout', error: 'timeout' })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  t.same(receiver.received, [], 'nothing arrived')
 })
 
 t.test('an attempt aborted while queued for a connection is never sent', async (t) => {
