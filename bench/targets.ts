@@ -27,6 +27,15 @@ export function cpuMicros (pid: number, thread?: number): number {
   return (Number(fields[11]) + Number(fields[12])) * MICROS_PER_TICK
 }
 
+/** CPU time every process of the machine has used so far, in µs (/proc/stat: all but idle and I/O wait). */
+export function machineCpuMicros (): number {
+  const stat = readFileSync('/proc/stat', 'utf8')
+  const [, ...ticks] = stat.slice(0, stat.indexOf('\n')).trim().split(/\s+/).map(Number)
+  // user nice system idle iowait irq softirq (then steal, another machine's): guest time is counted in user already.
+  const [user, nice, system, , , irq, softirq] = ticks
+  return (user + nice + system + irq + softirq) * MICROS_PER_TICK
+}
+
 /** The peak resident set size of a process (VmHWM), in MiB. */
 export function peakRssMiB (pid: number): number {
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
@@ -132,19 +141,21 @@ export interface StartOptions {
   pollMs?: number
   /** Options for node itself, before the script (e.g. --cpu-prof). */
   nodeOptions?: string[]
+  /** Pinned to core 0 (the default, where taskset exists), or left where the kernel puts it. */
+  pinned?: boolean
 }
 
 /**
- * Starts `node <script>` on a free port, pinned to core 0 when taskset exists, with stdout
+ * Starts `node <script>` on a free port, pinned to core 0 when taskset exists (unless `pinned` is false), with stdout
  * discarded and stderr appended to a file; resolves once `readyPath` answers 200.
  */
 export async function startServer (options: StartOptions): Promise<Server> {
-  const { name, script, stderrFile, readyPath = '/readyz', pollMs = 10, nodeOptions = [] } = options
+  const { name, script, stderrFile, readyPath = '/readyz', pollMs = 10, nodeOptions = [], pinned = true } = options
   const port = await freePort()
   // Nothing else from the bench's environment: every other setting of the service stays as shipped.
   const env = { PATH: process.env.PATH ?? '', ...options.env, HOST: '127.0.0.1', PORT: String(port) }
   const node = [process.execPath, ...nodeOptions, script]
-  const [command, args] = hasTaskset ? ['taskset', ['-c', '0', ...node]] : [node[0], node.slice(1)]
+  const [command, args] = hasTaskset && pinned ? ['taskset', ['-c', '0', ...node]] : [node[0], node.slice(1)]
   const fd = openSync(stderrFile, 'a')
   const started = performance.now()
   let spawned: Spawned

@@ -4,8 +4,9 @@
 // after each run and the time to drain them; then both idle for 10 s: CPU, and on PostgreSQL the
 // transactions the database saw. Then (part rate) each store at a fixed rate of creates: API p99 and
 // API-thread CPU per create with webhooks off, and on with a fast receiver, one that answers an
-// endless stream of `100 Continue`, and one that never answers. `node dist/bench/webhooks.js --help`
-// lists the options.
+// endless stream of `100 Continue`, and one that never answers. Then (part whole) the service
+// unpinned, as an operator runs it: req/s, and CPU per create of every thread until its event is
+// delivered, and how far delivery falls behind. `node dist/bench/webhooks.js --help` lists the options.
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -16,7 +17,7 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { createDatabase, databaseUrl, dropDatabase, postgresUnreachable } from './stores.js'
-import { cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll, type Server } from './targets.js'
+import { cpuMicros, freePort, hasTaskset, machineCpuMicros, spawnTracked, startServer, stop, stopAll, type Server } from './targets.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -24,7 +25,7 @@ const { values: args } = parseArgs({
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '50' },
     stores: { type: 'string', default: 'sqlite,postgres' },
-    parts: { type: 'string', default: 'cpu,rate,drain' },
+    parts: { type: 'string', default: 'cpu,rate,whole,drain' },
     rate: { type: 'string', default: '1000' },
     entry: { type: 'string' },
     compare: { type: 'string' },
@@ -33,7 +34,7 @@ const { values: args } = parseArgs({
 })
 if (args.help) {
   process.stdout.write('node dist/bench/webhooks.js [--rounds 3] [--duration 10] [--connections 50] [--stores sqlite,postgres] ' +
-    '[--parts cpu,rate,drain] [--rate 1000] [--entry another-build/server.mjs] [--compare another-build/server.mjs]\n' +
+    '[--parts cpu,rate,whole,drain] [--rate 1000] [--entry another-build/server.mjs] [--compare another-build/server.mjs]\n' +
     '  --compare: the part cpu runs that build too, in the same rounds (its lines marked "(compare)"): before/after in one run\n')
   process.exit(0)
 }
@@ -48,14 +49,21 @@ const tmp = mkdtempSync(join(tmpdir(), 'plant-store-bench-webhooks-'))
 const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]
 const progress = (line: string) => process.stderr.write(`${line}\n`)
 
-const port = await freePort()
-const receiverNode = [process.execPath, RECEIVER, String(port)]
-const receiver = spawnTracked(hasTaskset ? 'taskset' : receiverNode[0], hasTaskset ? ['-c', '1', ...receiverNode] : receiverNode.slice(1),
-  { stdio: ['ignore', 'pipe', 'inherit'] })
-let received = 0
+/** A fast receiver (pinned to core 1 where taskset exists, unless `pinned` is false) and the deliveries it has counted. */
+async function countingReceiver (pinned: boolean) {
+  const port = await freePort()
+  const node = [process.execPath, RECEIVER, String(port)]
+  const child = spawnTracked(hasTaskset && pinned ? 'taskset' : node[0], hasTaskset && pinned ? ['-c', '1', ...node] : node.slice(1),
+    { stdio: ['ignore', 'pipe', 'inherit'] }).child
+  const counted = { port, received: 0 }
+  child.stdout!.on('data', (chunk: Buffer) => { counted.received = Number(String(chunk).trim().split('\n').at(-1)) })
+  return counted
+}
+
+const receiver = await countingReceiver(true)
+const port = receiver.port
 // The floor script's deliveries reach the same receiver.
 let floorDeliveries = 0
-receiver.child.stdout!.on('data', (chunk: Buffer) => { received = Number(String(chunk).trim().split('\n').at(-1)) })
 const secret = `whsec_${randomBytes(32).toString('base64')}`
 const webhookEnv = { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
 
@@ -93,10 +101,10 @@ async function pending (server: Server): Promise<number> {
 /** Waits until the receiver has received nothing new for a second (30 s at most): the delivery has caught up. */
 async function drained (): Promise<void> {
   const start = performance.now()
-  let [seen, since] = [received, performance.now()]
+  let [seen, since] = [receiver.received, performance.now()]
   while (performance.now() - since < 1000 && performance.now() - start < 30_000) {
     await sleep(100)
-    if (received !== seen) [seen, since] = [received, performance.now()]
+    if (receiver.received !== seen) [seen, since] = [receiver.received, performance.now()]
   }
 }
 
@@ -242,11 +250,85 @@ async function rateMeasure (store: string, url: () => Promise<string>) {
   return runs.get('fast')!.reduce((sum, { created }) => sum + created, 0)
 }
 
+/** The CPU of a create and of delivering its event, in µs, and how far delivery fell behind. */
+interface WholeRun { reqPerSec: number, cpuPerCreate: number, machinePerCreate: number, created: number, maxBacklog: number, endBacklog: number, drainMs: number }
+
+/**
+ * Creates for `seconds` on a server left where the kernel puts it; with webhooks on (`delivered`
+ * counts what its receiver got), its backlog (creates acknowledged less deliveries received) each
+ * second, and its CPU (every thread) counted until the run's events are delivered (60 s at most).
+ */
+async function wholeRun (server: Server, seconds: number, delivered?: () => number): Promise<WholeRun> {
+  const [cpu, machine, before] = [cpuMicros(server.pid), machineCpuMicros(), delivered?.() ?? 0]
+  let acknowledged = 0
+  // Webhooks off: nothing to deliver.
+  const backlog = () => delivered === undefined ? 0 : acknowledged - (delivered() - before)
+  let maxBacklog = 0
+  const sampler = setInterval(() => { maxBacklog = Math.max(maxBacklog, backlog()) }, 1000)
+  const run = creates(server, { duration: seconds })
+  run.on('response', (_client: unknown, status: number) => { if (status >= 200 && status < 300) acknowledged++ })
+  const result = await run
+  clearInterval(sampler)
+  const endBacklog = backlog()
+  const drainStart = performance.now()
+  while (backlog() > 0 && performance.now() - drainStart < 60_000) await sleep(10)
+  return {
+    reqPerSec: result.requests.total / result.duration,
+    cpuPerCreate: (cpuMicros(server.pid) - cpu) / acknowledged,
+    machinePerCreate: (machineCpuMicros() - machine) / acknowledged,
+    created: acknowledged,
+    maxBacklog: Math.max(maxBacklog, endBacklog),
+    endBacklog,
+    drainMs: performance.now() - drainStart
+  }
+}
+
+/**
+ * The whole service as an operator runs it here (part whole): unpinned, beside its receiver (a
+ * fast one, unpinned too) and the load generator, on the same two cores. Per round, webhooks off
+ * then on: req/s, and the CPU of every thread per create, with webhooks on counted until each
+ * create's event is delivered; how far delivery fell behind during the runs.
+ */
+async function wholeMeasure (store: string, url: () => Promise<string>, floor: number) {
+  const wholeReceiver = await countingReceiver(false)
+  const env = { API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
+  const off = await startServer({ name: `${store} whole off`, script: SERVICE, env: { ...env, DATABASE_URL: await url() }, stderrFile: join(tmp, `${store}-whole-off.log`), pinned: false })
+  const on = await startServer({
+    name: `${store} whole on`,
+    script: SERVICE,
+    env: { ...env, DATABASE_URL: await url(), ...webhookEnv, WEBHOOK_URL: `http://127.0.0.1:${wholeReceiver.port}/hook` },
+    stderrFile: join(tmp, `${store}-whole-on.log`),
+    pinned: false
+  })
+  const delivered = () => wholeReceiver.received
+  await wholeRun(off, 2)
+  await wholeRun(on, 2, delivered)
+  const runs = { off: [] as WholeRun[], on: [] as WholeRun[] }
+  for (let round = 1; round <= rounds; round++) {
+    runs.off.push(await wholeRun(off, duration))
+    runs.on.push(await wholeRun(on, duration, delivered))
+    progress(`[${store} whole round ${round}/${rounds}] off ${JSON.stringify(runs.off.at(-1))}; on ${JSON.stringify(runs.on.at(-1))}`)
+  }
+  await Promise.all([stop(off), stop(on)])
+  const ratio = (pick: (run: WholeRun) => number) => median(runs.on.map((run, index) => pick(run) / pick(runs.off[index])))
+  const [cpuOff, cpuOn] = [median(runs.off.map(({ cpuPerCreate }) => cpuPerCreate)), median(runs.on.map(({ cpuPerCreate }) => cpuPerCreate))]
+  const [machineOff, machineOn] = [median(runs.off.map(({ machinePerCreate }) => machinePerCreate)), median(runs.on.map(({ machinePerCreate }) => machinePerCreate))]
+  lines.push(`${store} whole service, unpinned (${rounds} x ${duration} s): req/s ${median(runs.off.map(({ reqPerSec }) => reqPerSec)).toFixed(0)} -> ` +
+    `${median(runs.on.map(({ reqPerSec }) => reqPerSec)).toFixed(0)} (median of per-round ratios ${ratio(({ reqPerSec }) => reqPerSec).toFixed(2)}x); ` +
+    `CPU per create, every thread, with webhooks on until its event is delivered: ${cpuOff.toFixed(1)} -> ${cpuOn.toFixed(1)} µs ` +
+    `(+${(cpuOn - cpuOff).toFixed(1)} µs${Number.isNaN(floor) ? '' : `, ${((cpuOn - cpuOff) / floor).toFixed(2)}x the bare undici floor`}); ` +
+    `every process of the machine (service, receiver, load generator, database): ${machineOff.toFixed(1)} -> ${machineOn.toFixed(1)} µs per create, ` +
+    `so the same cores fit at most ${(machineOff / machineOn).toFixed(2)}x the rate; ` +
+    `deliveries behind the creates: at most ${runs.on.map(({ maxBacklog }) => maxBacklog).join(', ')}, at the end ${runs.on.map(({ endBacklog }) => endBacklog).join(', ')}, ` +
+    `caught up in ${runs.on.map(({ drainMs }) => (drainMs / 1000).toFixed(1)).join(', ')} s`)
+  progress(lines.at(-1)!)
+}
+
 const BACKLOG = 20_000
 
 /** Waits until the receiver has counted nothing new for 100 ms (it prints its count every 20 ms). */
 async function receiverQuiet (): Promise<void> {
-  for (let last = -1; last !== received; await sleep(100)) last = received
+  for (let last = -1; last !== receiver.received; await sleep(100)) last = receiver.received
 }
 
 /**
@@ -264,15 +346,15 @@ async function drainCost (store: string, url: string) {
     const floor = await floorRun('undici')
     await creates(api, { amount: BACKLOG })
     await receiverQuiet()
-    const before = received
+    const before = receiver.received
     const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'only' }, stderrFile: join(tmp, `${store}-delivery.log`) })
     const deadline = performance.now() + 300_000
-    const delivered = () => received - before
+    const delivered = () => receiver.received - before
     while (delivered() === 0 && performance.now() < deadline) await sleep(1)
-    const [cpu, first, start] = [cpuMicros(delivery.pid), received, performance.now()]
+    const [cpu, first, start] = [cpuMicros(delivery.pid), receiver.received, performance.now()]
     while (delivered() < BACKLOG && performance.now() < deadline) await sleep(5)
-    const perDelivery = (cpuMicros(delivery.pid) - cpu) / (received - first)
-    runs.push({ perDelivery, floor, rate: (received - first) / ((performance.now() - start) / 1000) })
+    const perDelivery = (cpuMicros(delivery.pid) - cpu) / (receiver.received - first)
+    runs.push({ perDelivery, floor, rate: (receiver.received - first) / ((performance.now() - start) / 1000) })
     await stop(delivery)
     progress(`[${store} drain round ${round}/${rounds}] ${delivered()} delivered; ${perDelivery.toFixed(1)} µs CPU per delivery, undici floor ${floor.toFixed(1)} µs`)
   }
@@ -326,6 +408,7 @@ try {
     const sqliteUrl = async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`
     if (parts.has('cpu')) sent += await measure('sqlite', sqliteUrl)
     if (parts.has('rate')) sent += await rateMeasure('sqlite', sqliteUrl)
+    if (parts.has('whole')) await wholeMeasure('sqlite', sqliteUrl, floor)
     if (parts.has('drain')) {
       const drain = await drainCost('sqlite', `sqlite:${join(tmp, 'drain.db')}`)
       lines.push(`sqlite: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
@@ -357,6 +440,7 @@ try {
       try {
         if (parts.has('cpu')) sent += await measure('postgres', postgresUrl, xacts)
         if (parts.has('rate')) sent += await rateMeasure('postgres', postgresUrl)
+        if (parts.has('whole')) await wholeMeasure('postgres', postgresUrl, floor)
         if (parts.has('drain')) {
           const drain = await drainCost('postgres', await postgresUrl())
           lines.push(`postgres: delivery ${(drain / floor).toFixed(2)}x the bare undici floor`)
@@ -368,7 +452,7 @@ try {
       }
     }
   }
-  lines.push(`receiver: ${received - floorDeliveries} deliveries for ${sent} creates acknowledged with webhooks on (the warm-up runs' creates come on top)`)
+  lines.push(`receiver: ${receiver.received - floorDeliveries} deliveries for ${sent} creates acknowledged with webhooks on (the warm-up runs' creates come on top)`)
   process.stdout.write(`\n${lines.join('\n')}\n`)
 } finally {
   await stopAll()
