@@ -1,7 +1,7 @@
 // `npm run bench:webhooks`: the cost of webhooks, side by side in one run. For each store, the
 // service with webhooks off and with one endpoint (a fast receiver in its own process) take
-// create runs in turn; medians of CPU per create and req/s, their ratios, the pending deliveries
-// after each run and the time to drain them; then both idle for 10 s: CPU, and on PostgreSQL the
+// create runs in turn; medians of CPU per create and req/s, their ratios, the deliveries behind
+// after each run (counted by the build's own receiver) and the time to deliver the rest; then both idle for 10 s: CPU, and on PostgreSQL the
 // transactions the database saw. Then (part rate) each store at a fixed rate of creates: API p99 and
 // API-thread CPU per create with webhooks off, and on with a fast receiver, one that answers an
 // endless stream of `100 Continue`, and one that never answers. Then (part whole) the service
@@ -93,19 +93,13 @@ async function createRun (server: Server, seconds: number) {
   }
 }
 
-async function pending (server: Server): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`)).text()
-  return Number(/^plant_store_webhook_pending\{endpoint="default"\} (\d+)/m.exec(text)?.[1] ?? NaN)
-}
+/** Deliveries still to come, or (below 0) how many more deliveries came than creates: sent twice. */
+const leftOrTwice = (behind: number) => behind >= 0 ? `${behind} left` : `${-behind} more deliveries than creates: sent twice`
 
-/** Waits until the receiver has received nothing new for a second (30 s at most): the delivery has caught up. */
-async function drained (): Promise<void> {
+/** Waits until `behind` is 0 (`limitMs` at most): the delivery has caught up. */
+async function caughtUp (behind: () => number, limitMs: number): Promise<void> {
   const start = performance.now()
-  let [seen, since] = [receiver.received, performance.now()]
-  while (performance.now() - since < 1000 && performance.now() - start < 30_000) {
-    await sleep(100)
-    if (receiver.received !== seen) [seen, since] = [receiver.received, performance.now()]
-  }
+  while (behind() > 0 && performance.now() - start < limitMs) await sleep(10)
 }
 
 const lines: string[] = []
@@ -114,35 +108,54 @@ type CreateRun = Awaited<ReturnType<typeof createRun>>
 /** This build, and with --compare another build's entry beside it, in the same rounds. */
 const BUILDS = [{ label: '', entry: SERVICE }, ...(args.compare === undefined ? [] : [{ label: ' (compare)', entry: args.compare }])]
 
+interface Build {
+  name: string
+  plain: Server
+  hooks: Server
+  plainUrl: string
+  hooksUrl: string
+  runs: { plain: CreateRun[], hooks: CreateRun[] }
+  /** Creates acknowledged with webhooks on, less the deliveries the build's receiver got. */
+  behind: () => number
+  pendings: number[]
+}
+
 async function measure (store: string, url: () => Promise<string>, xacts?: (url: string) => Promise<number>) {
-  const builds = []
+  const builds: Build[] = []
   for (const { label, entry } of BUILDS) {
     const [plainUrl, hooksUrl] = [await url(), await url()]
     const name = `${store}${label}`
     const env = { DATABASE_URL: plainUrl, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
+    // Each build's deliveries reach a receiver of its own: how far behind it is, is counted, not
+    // read from /metrics (whose gauge is cached for 10 s).
+    const own = await countingReceiver(true)
     const plain = await startServer({ name, script: entry, env, stderrFile: join(tmp, `${name}.log`) })
     const hooks = await startServer({
-      name: `${name}+webhook`, script: entry, env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv }, stderrFile: join(tmp, `${name}-webhook.log`)
+      name: `${name}+webhook`,
+      script: entry,
+      env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv, WEBHOOK_URL: `http://127.0.0.1:${own.port}/hook` },
+      stderrFile: join(tmp, `${name}-webhook.log`)
     })
     await createRun(plain, 2)
-    await createRun(hooks, 2)
-    builds.push({ name, plain, hooks, plainUrl, hooksUrl, runs: { plain: [] as CreateRun[], hooks: [] as CreateRun[] }, pendings: [] as number[] })
+    const warmUp = await createRun(hooks, 2)
+    const runs = { plain: [] as CreateRun[], hooks: [] as CreateRun[] }
+    const behind = () => warmUp.created + runs.hooks.reduce((sum, run) => sum + run.created, 0) - own.received
+    builds.push({ name, plain, hooks, plainUrl, hooksUrl, runs, behind, pendings: [] as number[] })
   }
   for (let round = 1; round <= rounds; round++) {
     // With --compare, the builds take turns going first.
-    for (const { name, plain, hooks, runs, pendings } of round % 2 === 1 ? builds : builds.toReversed()) {
+    for (const { name, plain, hooks, runs, behind, pendings } of round % 2 === 1 ? builds : builds.toReversed()) {
       runs.plain.push(await createRun(plain, duration))
       runs.hooks.push(await createRun(hooks, duration))
-      pendings.push(await pending(hooks))
-      // The next run, on the same core, starts once the delivery has caught up.
-      await drained()
-      progress(`[${name} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; pending ${pendings.at(-1)}`)
+      pendings.push(behind())
+      // The next run, on the same core, starts once the delivery has caught up (30 s at most).
+      await caughtUp(behind, 30_000)
+      progress(`[${name} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; behind ${pendings.at(-1)}`)
     }
   }
   const drainStart = performance.now()
-  while ((await Promise.all(builds.map(({ hooks }) => pending(hooks)))).some((left) => left > 0) && performance.now() - drainStart < 60_000) await sleep(50)
+  await caughtUp(() => Math.max(...builds.map(({ behind }) => behind())), 60_000)
   const drainMs = performance.now() - drainStart
-  const created = builds.reduce((sum, { runs }) => sum + runs.hooks.reduce((each, run) => each + run.created, 0), 0)
   // PostgreSQL sessions report their statistics up to 10 s after they fall idle: the runs' are in first.
   await sleep(11_000)
   // Idle: 10 s of nothing, all at once.
@@ -152,7 +165,7 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     return { cpuMs: (cpuMicros(server.pid) - cpu) / 1000, xacts: xact === undefined ? undefined : await xacts!(databaseUrlOf) - xact }
   }
   const idles = await Promise.all(builds.map(({ plain, hooks, plainUrl, hooksUrl }) => Promise.all([idle(plain, plainUrl), idle(hooks, hooksUrl)])))
-  for (const [index, { name, runs, pendings }] of builds.entries()) {
+  for (const [index, { name, runs, behind, pendings }] of builds.entries()) {
     const [idlePlain, idleHooks] = idles[index]
     const off = { cpu: median(runs.plain.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.plain.map(({ reqPerSec }) => reqPerSec)) }
     const on = { cpu: median(runs.hooks.map(({ cpuPerCreate }) => cpuPerCreate)), rps: median(runs.hooks.map(({ reqPerSec }) => reqPerSec)) }
@@ -163,13 +176,12 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     lines.push(`${name}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x)`)
     lines.push(`${name}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
       `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x; median of per-round ratios ` +
-      `${median(runs.hooks.map((run, i) => run.reqPerSec / runs.plain[i].reqPerSec)).toFixed(2)}x); pending after each run ${pendings.join(', ')}; ` +
-      `drained in ${drainMs.toFixed(0)} ms`,
+      `${median(runs.hooks.map((run, i) => run.reqPerSec / runs.plain[i].reqPerSec)).toFixed(2)}x); deliveries behind after each run ${pendings.join(', ')}; ` +
+      `all delivered ${drainMs.toFixed(0)} ms after the last (${leftOrTwice(behind())})`,
     `${name}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
       (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
     progress(lines.slice(-3).join('\n'))
   }
-  return created
 }
 
 /** The receivers of the rate runs beside the fast one: each server its own. */
@@ -406,7 +418,7 @@ try {
   if (stores.includes('sqlite')) {
     let n = 0
     const sqliteUrl = async () => `sqlite:${join(tmp, `plants-${n++}.db`)}`
-    if (parts.has('cpu')) sent += await measure('sqlite', sqliteUrl)
+    if (parts.has('cpu')) await measure('sqlite', sqliteUrl)
     if (parts.has('rate')) sent += await rateMeasure('sqlite', sqliteUrl)
     if (parts.has('whole')) await wholeMeasure('sqlite', sqliteUrl, floor)
     if (parts.has('drain')) {
@@ -438,7 +450,7 @@ try {
         return databaseUrl(ADMIN_URL, name)
       }
       try {
-        if (parts.has('cpu')) sent += await measure('postgres', postgresUrl, xacts)
+        if (parts.has('cpu')) await measure('postgres', postgresUrl, xacts)
         if (parts.has('rate')) sent += await rateMeasure('postgres', postgresUrl)
         if (parts.has('whole')) await wholeMeasure('postgres', postgresUrl, floor)
         if (parts.has('drain')) {
