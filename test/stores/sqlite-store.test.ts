@@ -72,6 +72,27 @@ t.test('a locked database answers 503, then service resumes when the lock goes',
   t.equal((await post(1)).statusCode, 200)
 })
 
+// The delivery thread's results: one given up is a delivery sent again once its lease runs out.
+t.test('a bookkeeping connection waits out a lock the API connection gives up on after 250 ms', async (t) => {
+  const file = join(t.testdir(), 'plants.db')
+  const api = openSqliteStore(file)
+  t.teardown(() => api.close())
+  const bookkeeping = openSqliteStore(file, { bookkeeping: true })
+  t.teardown(() => bookkeeping.close())
+  const other = new Database(file)
+  t.teardown(() => other.close())
+  other.exec('BEGIN IMMEDIATE')
+  // Held well past the API's 250 ms, well within the bookkeeping's 5 s, on a loaded machine too.
+  const released = new Promise((resolve) => setTimeout(resolve, 1000)).then(() => other.exec('COMMIT'))
+  const startedAt = performance.now()
+  await t.rejects(api.create({ id: 1n, name: 'api' }), StoreUnavailableError, 'the API connection answers 503')
+  t.ok(performance.now() - startedAt < 1000, 'before the lock went')
+  await t.resolves(bookkeeping.create({ id: 2n, name: 'bookkeeping' }), 'the bookkeeping connection commits once the lock goes')
+  await released
+  t.same(await api.get(2n), { name: 'bookkeeping' })
+  t.equal(await api.get(1n), undefined)
+})
+
 t.test('a file that is not an SQLite database cannot be opened, and nothing is left open', async (t) => {
   const file = join(t.testdir(), 'not-a-database.db')
   writeFileSync(file, 'x'.repeat(4096))
