@@ -93,8 +93,14 @@ async function createRun (server: Server, seconds: number) {
   }
 }
 
-/** Deliveries still to come, or (below 0) how many more deliveries came than creates: sent twice. */
-const leftOrTwice = (behind: number) => behind >= 0 ? `${behind} left` : `${-behind} more deliveries than creates: sent twice`
+/**
+ * Deliveries still to come, or (below 0) how many more deliveries came than creates were counted:
+ * up to `connections` a run are creates answered after the load generator stopped counting; more
+ * are deliveries sent twice.
+ */
+const leftOrTwice = (behind: number, runs: number) => behind >= 0
+  ? `${behind} left`
+  : `${-behind} more deliveries than creates counted; ${Math.max(0, -behind - runs * connections)} beyond the ${runs * connections} answers in flight when the load generator stopped: sent twice`
 
 /** Waits until `behind` is 0 (`limitMs` at most): the delivery has caught up. */
 async function caughtUp (behind: () => number, limitMs: number): Promise<void> {
@@ -177,7 +183,7 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     lines.push(`${name}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
       `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x; median of per-round ratios ` +
       `${median(runs.hooks.map((run, i) => run.reqPerSec / runs.plain[i].reqPerSec)).toFixed(2)}x); deliveries behind after each run ${pendings.join(', ')}; ` +
-      `all delivered ${drainMs.toFixed(0)} ms after the last (${leftOrTwice(behind())})`,
+      `all delivered ${drainMs.toFixed(0)} ms after the last (${leftOrTwice(behind(), runs.hooks.length + 1)})`,
     `${name}: idle 10 s: CPU ${idlePlain.cpuMs.toFixed(0)} ms off, ${idleHooks.cpuMs.toFixed(0)} ms on` +
       (idleHooks.xacts === undefined ? '' : `; database transactions ${idlePlain.xacts} off, ${idleHooks.xacts} on (statistics flushed at most once a second)`))
     progress(lines.slice(-3).join('\n'))
