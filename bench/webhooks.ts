@@ -49,23 +49,25 @@ const tmp = mkdtempSync(join(tmpdir(), 'plant-store-bench-webhooks-'))
 const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]
 const progress = (line: string) => process.stderr.write(`${line}\n`)
 
-/** A fast receiver (pinned to core 1 where taskset exists, unless `pinned` is false) and the deliveries it has counted. */
-async function countingReceiver (pinned: boolean) {
+/**
+ * A receiver (bench/receiver.ts) in `mode`, pinned to core 1 where taskset exists unless `pinned`
+ * is false: its URL, and the deliveries it has counted so far.
+ */
+async function startReceiver (mode = 'fast', pinned = true) {
   const port = await freePort()
-  const node = [process.execPath, RECEIVER, String(port)]
+  const node = [process.execPath, RECEIVER, String(port), mode]
   const child = spawnTracked(hasTaskset && pinned ? 'taskset' : node[0], hasTaskset && pinned ? ['-c', '1', ...node] : node.slice(1),
     { stdio: ['ignore', 'pipe', 'inherit'] }).child
-  const counted = { port, received: 0 }
+  const counted = { url: `http://127.0.0.1:${port}/hook`, received: 0 }
   child.stdout!.on('data', (chunk: Buffer) => { counted.received = Number(String(chunk).trim().split('\n').at(-1)) })
   return counted
 }
 
-const receiver = await countingReceiver(true)
-const port = receiver.port
+const receiver = await startReceiver()
 // The floor script's deliveries reach the same receiver.
 let floorDeliveries = 0
 const secret = `whsec_${randomBytes(32).toString('base64')}`
-const webhookEnv = { WEBHOOK_URL: `http://127.0.0.1:${port}/hook`, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
+const webhookEnv = { WEBHOOK_URL: receiver.url, WEBHOOK_SECRET: secret, WEBHOOK_ALLOWED_NETWORKS: '127.0.0.0/8' }
 
 let nextId = 1
 /** Creates of fresh ids for `seconds`, or `amount` of them. */
@@ -134,12 +136,12 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     const env = { DATABASE_URL: plainUrl, API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
     // Each build's deliveries reach a receiver of its own: how far behind it is, is counted, not
     // read from /metrics (whose gauge is cached for 10 s).
-    const own = await countingReceiver(true)
+    const own = await startReceiver()
     const plain = await startServer({ name, script: entry, env, stderrFile: join(tmp, `${name}.log`) })
     const hooks = await startServer({
       name: `${name}+webhook`,
       script: entry,
-      env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv, WEBHOOK_URL: `http://127.0.0.1:${own.port}/hook` },
+      env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv, WEBHOOK_URL: own.url },
       stderrFile: join(tmp, `${name}-webhook.log`)
     })
     await createRun(plain, 2)
@@ -193,13 +195,6 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
 /** The receivers of the rate runs beside the fast one: each server its own. */
 const HOSTILE_RECEIVERS = ['continue', 'silent'] as const
 
-async function startReceiver (mode: string): Promise<string> {
-  const receiverPort = await freePort()
-  const node = [process.execPath, RECEIVER, String(receiverPort), mode]
-  spawnTracked(hasTaskset ? 'taskset' : node[0], hasTaskset ? ['-c', '1', ...node] : node.slice(1), { stdio: 'ignore' })
-  return `http://127.0.0.1:${receiverPort}/hook`
-}
-
 const percentile = (values: number[], p: number) => values.toSorted((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p / 100))]
 
 /** Creates at a fixed rate for `seconds`: latencies from each answer (autocannon's histogram counts whole ms), API-thread CPU. */
@@ -223,7 +218,7 @@ async function rateRun (server: Server, seconds: number) {
 async function rateMeasure (store: string, url: () => Promise<string>) {
   const env = { API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
   const receivers: Record<string, string> = { fast: webhookEnv.WEBHOOK_URL }
-  for (const mode of HOSTILE_RECEIVERS) receivers[mode] = await startReceiver(mode)
+  for (const mode of HOSTILE_RECEIVERS) receivers[mode] = (await startReceiver(mode)).url
   const servers: Array<{ name: string, server: Server }> = [{
     name: 'off', server: await startServer({ name: `${store} rate off`, script: SERVICE, env: { ...env, DATABASE_URL: await url() }, stderrFile: join(tmp, `${store}-rate-off.log`) })
   }]
@@ -289,7 +284,7 @@ async function wholeRun (server: Server, seconds: number, delivered?: () => numb
   clearInterval(sampler)
   const endBacklog = backlog()
   const drainStart = performance.now()
-  while (backlog() > 0 && performance.now() - drainStart < 60_000) await sleep(10)
+  await caughtUp(backlog, 60_000)
   return {
     reqPerSec: result.requests.total / result.duration,
     cpuPerCreate: (cpuMicros(server.pid) - cpu) / acknowledged,
@@ -308,13 +303,13 @@ async function wholeRun (server: Server, seconds: number, delivered?: () => numb
  * create's event is delivered; how far delivery fell behind during the runs.
  */
 async function wholeMeasure (store: string, url: () => Promise<string>, floor: number) {
-  const wholeReceiver = await countingReceiver(false)
+  const wholeReceiver = await startReceiver('fast', false)
   const env = { API_TOKENS: token, LOG_LEVEL: 'warn', PRESSURE_MAX_EVENT_LOOP_DELAY: '0' }
   const off = await startServer({ name: `${store} whole off`, script: SERVICE, env: { ...env, DATABASE_URL: await url() }, stderrFile: join(tmp, `${store}-whole-off.log`), pinned: false })
   const on = await startServer({
     name: `${store} whole on`,
     script: SERVICE,
-    env: { ...env, DATABASE_URL: await url(), ...webhookEnv, WEBHOOK_URL: `http://127.0.0.1:${wholeReceiver.port}/hook` },
+    env: { ...env, DATABASE_URL: await url(), ...webhookEnv, WEBHOOK_URL: wholeReceiver.url },
     stderrFile: join(tmp, `${store}-whole-on.log`),
     pinned: false
   })
