@@ -1,4 +1,6 @@
 import { performance } from 'node:perf_hooks'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import t from 'tap'
 import { createMemoryStore } from '../../stores/memory/store.js'
 import { SortedIds } from '../../stores/memory/sorted-ids.js'
@@ -97,4 +99,20 @@ t.test('ids that grow are appended, also after the largest ids are deleted or th
   ids.add(9n)
   ids.add(10n)
   t.strictSame(ids.page(undefined, 10), [9n, 10n], 'a cleared set grows again')
+})
+
+t.test('the sorted set keeps an id in about 120 bytes of heap: its links are sized once, not grown', async (t) => {
+  // The heap measured after full collections (gc exposed for this test only), with the ids kept alive.
+  setFlagsFromString('--expose-gc')
+  const gc = runInNewContext('gc') as () => void
+  const count = 200_000
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const ids = new SortedIds()
+  for (let id = 1n; id <= BigInt(count); id++) ids.add(id)
+  gc()
+  const perId = (process.memoryUsage().heapUsed - before) / count
+  t.strictSame(ids.page(BigInt(count - 2), 5), [BigInt(count - 1), BigInt(count)], 'every id is held')
+  // Links grown from [] reserved 17 slots each: about 250 bytes an id.
+  t.ok(perId < 170, `${perId.toFixed(0)} bytes an id`)
 })
