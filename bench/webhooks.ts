@@ -264,15 +264,16 @@ async function rateMeasure (store: string, url: () => Promise<string>) {
 }
 
 /** The CPU of a create and of delivering its event, in µs, and how far delivery fell behind. */
-interface WholeRun { reqPerSec: number, cpuPerCreate: number, machinePerCreate: number, created: number, maxBacklog: number, endBacklog: number, drainMs: number }
+interface WholeRun { reqPerSec: number, cpuPerCreate: number, apiCpuPerCreate: number, machinePerCreate: number, created: number, maxBacklog: number, endBacklog: number, drainMs: number }
 
 /**
  * Creates for `seconds` on a server left where the kernel puts it; with webhooks on (`delivered`
  * counts what its receiver got), its backlog (creates acknowledged less deliveries received) each
- * second, and its CPU (every thread) counted until the run's events are delivered (60 s at most).
+ * second, and its CPU (every thread) counted until the run's events are delivered (60 s at most);
+ * the CPU of the thread that serves HTTP, during the load alone.
  */
 async function wholeRun (server: Server, seconds: number, delivered?: () => number): Promise<WholeRun> {
-  const [cpu, machine, before] = [cpuMicros(server.pid), machineCpuMicros(), delivered?.() ?? 0]
+  const [cpu, apiCpu, machine, before] = [cpuMicros(server.pid), cpuMicros(server.pid, server.pid), machineCpuMicros(), delivered?.() ?? 0]
   let acknowledged = 0
   // Webhooks off: nothing to deliver.
   const backlog = () => delivered === undefined ? 0 : acknowledged - (delivered() - before)
@@ -281,6 +282,7 @@ async function wholeRun (server: Server, seconds: number, delivered?: () => numb
   const run = creates(server, { duration: seconds })
   run.on('response', (_client: unknown, status: number) => { if (status >= 200 && status < 300) acknowledged++ })
   const result = await run
+  const apiCpuPerCreate = (cpuMicros(server.pid, server.pid) - apiCpu) / acknowledged
   clearInterval(sampler)
   const endBacklog = backlog()
   const drainStart = performance.now()
@@ -288,6 +290,7 @@ async function wholeRun (server: Server, seconds: number, delivered?: () => numb
   return {
     reqPerSec: result.requests.total / result.duration,
     cpuPerCreate: (cpuMicros(server.pid) - cpu) / acknowledged,
+    apiCpuPerCreate,
     machinePerCreate: (machineCpuMicros() - machine) / acknowledged,
     created: acknowledged,
     maxBacklog: Math.max(maxBacklog, endBacklog),
@@ -330,6 +333,8 @@ async function wholeMeasure (store: string, url: () => Promise<string>, floor: n
     `${median(runs.on.map(({ reqPerSec }) => reqPerSec)).toFixed(0)} (median of per-round ratios ${ratio(({ reqPerSec }) => reqPerSec).toFixed(2)}x); ` +
     `CPU per create, every thread, with webhooks on until its event is delivered: ${cpuOff.toFixed(1)} -> ${cpuOn.toFixed(1)} µs ` +
     `(+${(cpuOn - cpuOff).toFixed(1)} µs${Number.isNaN(floor) ? '' : `, ${((cpuOn - cpuOff) / floor).toFixed(2)}x the bare undici floor`}); ` +
+    `the thread that serves HTTP alone: ${median(runs.off.map(({ apiCpuPerCreate }) => apiCpuPerCreate)).toFixed(1)} -> ` +
+    `${median(runs.on.map(({ apiCpuPerCreate }) => apiCpuPerCreate)).toFixed(1)} µs (median of per-round ratios ${ratio(({ apiCpuPerCreate }) => apiCpuPerCreate).toFixed(2)}x); ` +
     `every process of the machine (service, receiver, load generator, database): ${machineOff.toFixed(1)} -> ${machineOn.toFixed(1)} µs per create, ` +
     `so the same cores fit at most ${(machineOff / machineOn).toFixed(2)}x the rate; ` +
     `deliveries behind the creates: at most ${runs.on.map(({ maxBacklog }) => maxBacklog).join(', ')}, at the end ${runs.on.map(({ endBacklog }) => endBacklog).join(', ')}, ` +
