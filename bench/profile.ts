@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { PATHS, type Path } from './report.js'
 import { headersFor, requestFor } from './requests.js'
+import { createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL } from './stores.js'
 import { BASELINE_ENTRIES, cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll } from './targets.js'
 
 const ENTRIES: Record<string, string> = {
@@ -22,7 +23,8 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 const HELP = `Usage: node dist/bench/profile.js [options]
   --target T       service, fastify or node:http (default service)
-  --store URL      the service's DATABASE_URL (default memory:)
+  --store URL      the service's DATABASE_URL (default memory:); sqlite: alone is a new file, postgres
+                   alone a new database on BENCH_POSTGRES_URL (default ${POSTGRES_ADMIN_URL}), dropped after
   --path P         ${PATHS.join(', ')} (default create)
   --seconds S      seconds of load, after 2 s of warm-up (default 10)
   --connections N  concurrent connections (default 50)
@@ -87,6 +89,16 @@ const connections = Number(args.connections)
 const token = randomBytes(24).toString('base64url')
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-profile-'))
 const keep = args.keep
+// --store postgres: a database of its own, never the server's others.
+const database = args.store === 'postgres' ? `plant_store_profile_${process.pid}` : undefined
+
+/** The service's DATABASE_URL: a new SQLite file or PostgreSQL database for the shorthands. */
+async function storeUrl (): Promise<string> {
+  if (args.store === 'sqlite:') return `sqlite:${join(dir, 'plants.db')}`
+  if (database === undefined) return args.store
+  await createDatabase(POSTGRES_ADMIN_URL, database)
+  return databaseUrl(POSTGRES_ADMIN_URL, database)
+}
 /** With --webhooks: a fast receiver on core 1 and the service's settings for it. */
 async function webhookEnv (): Promise<Record<string, string>> {
   if (!args.webhooks) return {}
@@ -101,7 +113,7 @@ try {
     name: args.target,
     script: args.entry ?? ENTRIES[args.target],
     env: {
-      DATABASE_URL: args.store.replace(/^sqlite:$/, `sqlite:${join(dir, 'plants.db')}`), API_TOKENS: token, TOKEN: token, LOG_LEVEL: 'info', ...await webhookEnv()
+      DATABASE_URL: await storeUrl(), API_TOKENS: token, TOKEN: token, LOG_LEVEL: 'info', ...await webhookEnv()
     },
     stderrFile: join(dir, 'stderr.log'),
     nodeOptions: ['--cpu-prof', `--cpu-prof-dir=${keep ?? dir}`]
@@ -148,5 +160,6 @@ try {
   if (keep) console.log(`\nprofile: ${join(keep, file)}`)
 } finally {
   await stopAll()
+  if (database !== undefined) await dropDatabase(POSTGRES_ADMIN_URL, database)
   rmSync(dir, { recursive: true, force: true })
 }

@@ -13,7 +13,7 @@ import {
 } from './report.js'
 import { headersFor, requestFor } from './requests.js'
 import {
-  createDatabase, databaseUrl, dropDatabase, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
+  createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
 import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
 
@@ -21,7 +21,6 @@ import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRs
 const BUNDLE = fileURLToPath(new URL('../server.mjs', import.meta.url))
 const STORES = ['memory', 'sqlite', 'postgres']
 const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url))
-const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 
 const HELP = `Usage: node dist/bench/run.js [options]
   --rounds N       rounds of runs, interleaved across targets (default 5; --smoke: 1)

@@ -34,6 +34,9 @@ async function withClient<R> (url: string, work: (client: pg.Client) => Promise<
   }
 }
 
+/** The server the benches make their databases on (and drop them from): BENCH_POSTGRES_URL. */
+export const POSTGRES_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
+
 /** Whether a PostgreSQL server answers at `adminUrl`; the reason when it does not. */
 export async function postgresUnreachable (adminUrl: string): Promise<string | undefined> {
   try {

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { createDatabase, databaseUrl, dropDatabase, postgresUnreachable } from './stores.js'
+import { createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable } from './stores.js'
 import { cpuMicros, freePort, hasTaskset, machineCpuMicros, spawnTracked, startServer, stop, stopAll, type Server } from './targets.js'
 
 const { values: args } = parseArgs({
@@ -43,7 +43,6 @@ const parts = new Set(args.parts.split(','))
 // --entry: another build's service (e.g. the main branch's dist/server.mjs), to compare.
 const SERVICE = args.entry ?? fileURLToPath(new URL('../server.mjs', import.meta.url))
 const RECEIVER = fileURLToPath(new URL('./receiver.js', import.meta.url))
-const ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres'
 const token = randomBytes(24).toString('base64url')
 const tmp = mkdtempSync(join(tmpdir(), 'plant-store-bench-webhooks-'))
 const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]
@@ -434,13 +433,13 @@ try {
     }
   }
   if (stores.includes('postgres')) {
-    const unreachable = await postgresUnreachable(ADMIN_URL)
+    const unreachable = await postgresUnreachable(POSTGRES_ADMIN_URL)
     if (unreachable !== undefined) {
       lines.push(`postgres: skipped (${unreachable})`)
     } else {
       const names: string[] = []
       const xacts = async (url: string) => {
-        const client = new pg.Client({ connectionString: ADMIN_URL })
+        const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL })
         await client.connect()
         try {
           const { rows: [row] } = await client.query<{ n: string }>('SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = $1', [new URL(url).pathname.slice(1)])
@@ -452,8 +451,8 @@ try {
       const postgresUrl = async () => {
         const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
         names.push(name)
-        await createDatabase(ADMIN_URL, name)
-        return databaseUrl(ADMIN_URL, name)
+        await createDatabase(POSTGRES_ADMIN_URL, name)
+        return databaseUrl(POSTGRES_ADMIN_URL, name)
       }
       try {
         if (parts.has('cpu')) await measure('postgres', postgresUrl, xacts)
@@ -466,7 +465,7 @@ try {
         }
       } finally {
         await stopAll()
-        for (const name of names) await dropDatabase(ADMIN_URL, name)
+        for (const name of names) await dropDatabase(POSTGRES_ADMIN_URL, name)
       }
     }
   }
