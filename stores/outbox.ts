@@ -29,6 +29,13 @@ export interface OutboxEndpoint {
 /** Makes the payload text of an event, once, at its commit; it is stored and sent byte for byte. */
 export interface EventPayloads {
   created (plant: { id: bigint, name: string, tag?: string }, at: Date): string
+  /**
+   * The start of `created`'s texts at `at`, the same for every plant of a commit. The rest is the
+   * plant's own: its id's digits, `,"name":` and the name as a JSON string, then `,"tag":` and the
+   * tag as a JSON string when it has one, and `}`. A store that writes that rest itself (the
+   * PostgreSQL store, in SQL, from the row it inserts) calls this instead of `created`.
+   */
+  createdHead (at: Date): string
   deleted (id: bigint, at: Date): string
   /** A new Standard Webhooks message id (msg_...). */
   messageId (): string

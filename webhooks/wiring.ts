@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { OutboxOpener, PgPool, PlantStore } from '../stores/index.js'
 import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../stores/outbox.js'
 import type { WebhooksConfig, WebhooksOptions } from './config.js'
-import { plantCreatedPayload, plantDeletedPayload } from './payload.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from './payload.js'
 import { messageId } from './signing.js'
 import type { WebhookTracing } from './tracing.js'
 import { DeliveryThread, type Delivery } from './thread-host.js'
@@ -27,6 +27,7 @@ export interface WebhookObserver {
 /** What the store writes for each event, inside the plant's own transaction. */
 export const eventPayloads: EventPayloads = {
   created: (plant, at) => plantCreatedPayload(plant, at),
+  createdHead: (at) => plantCreatedHead(at),
   deleted: (id, at) => plantDeletedPayload(id, at),
   messageId
 }

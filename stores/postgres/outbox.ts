@@ -91,18 +91,23 @@ const NO_FSYNC = 'nofsync AS (SELECT set_config(\'synchronous_commit\', \'off\',
 /**
  * The batch INSERT of the store, which with the outbox open writes, in the same statement and so
  * the same transaction, an event for each plant inserted and a delivery per endpoint: data-modifying
- * CTEs always run to completion. $4, $5: the plants' payloads and message ids, each a JSON array of
- * strings in the plants' order (JSON.stringify is native: a text[] literal is escaped element by
- * element in JavaScript, on the thread that serves HTTP); $6 the commit time; $7 the endpoints
- * taking plant.created; $8 the trace contexts, a JSON array too, or NULL for none.
+ * CTEs always run to completion. Each event's text is written here, from the row inserted: $4, the
+ * commit's head (EventPayloads.createdHead), then the plant's id, name and tag as the head's rest
+ * says (to_json writes a text as JSON.stringify does), so that the thread that serves HTTP neither
+ * makes nor sends it. $5: the message ids, a JSON array of strings in the plants' order
+ * (JSON.stringify is native: a text[] literal is escaped element by element in JavaScript); $6
+ * the commit time; $7 the endpoints taking plant.created; $8 the trace contexts, a JSON array too,
+ * or NULL for none.
  */
 export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `WITH ins AS (
     INSERT INTO ${plants} (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
-    ON CONFLICT (id) DO NOTHING RETURNING id),
+    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
   ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context)
-    SELECT p.message_id, 'plant.created', p.payload, $6, p.trace_context FROM ins
-    JOIN ROWS FROM (unnest($1::int8[]), json_array_elements_text($4::json), json_array_elements_text($5::json), json_array_elements_text($8::json))
-      AS p(id, payload, message_id, trace_context) ON p.id = ins.id RETURNING seq),
+    SELECT p.message_id, 'plant.created',
+      $4::text || ins.id::text || ',"name":' || to_json(ins.name)::text || coalesce(',"tag":' || to_json(ins.tag)::text, '') || '}',
+      $6, p.trace_context FROM ins
+    JOIN ROWS FROM (unnest($1::int8[]), json_array_elements_text($5::json), json_array_elements_text($8::json))
+      AS p(id, message_id, trace_context) ON p.id = ins.id RETURNING seq),
   dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $6
     FROM ev CROSS JOIN unnest($7::text[]) AS e(name))
   SELECT id FROM ins`

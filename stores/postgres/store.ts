@@ -394,11 +394,11 @@ class PostgresStore implements PlantStore, OutboxStore {
     const outbox = this.#outbox
     if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
       await outbox.tablesMade()
-      // Made for every plant of the batch; only those of the rows inserted are stored.
+      // The message ids are made for every plant of the batch; only those of the rows inserted are stored.
       const at = new Date()
       const { payloads } = outbox.options
       const traced = creates.some(({ traceContext }) => traceContext !== undefined)
-      values.push(JSON.stringify(plants.map((plant) => payloads.created(plant, at))), JSON.stringify(plants.map(() => payloads.messageId())), at,
+      values.push(payloads.createdHead(at), JSON.stringify(plants.map(() => payloads.messageId())), at,
         outbox.to['plant.created'], traced ? JSON.stringify(creates.map(({ traceContext }) => traceContext ?? null)) : null)
     }
     return values

@@ -3,7 +3,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import { PlantExistsError } from '../../errors/index.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
 import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox
 } from '../../stores/outbox.js'
@@ -32,14 +32,21 @@ const ENDPOINTS: Record<string, OutboxEndpoint> = {
 const endpointsNamed = (...names: string[]) => names.map((name) => ENDPOINTS[name])
 const LONG_LEASE_MS = 60_000
 
-/** The payloads of webhooks/payload.ts, recording the commit time each was made with. */
+/**
+ * The payloads of webhooks/payload.ts, recording the commit time each was made with (a store that
+ * writes the plants' part itself asks for a commit's head instead: no id then).
+ */
 function recordingPayloads () {
-  const made: Array<{ type: string, id: bigint, at: Date }> = []
+  const made: Array<{ type: string, id?: bigint, at: Date }> = []
   const messageIds: string[] = []
   const payloads: EventPayloads = {
     created (plant, at) {
       made.push({ type: 'plant.created', id: plant.id, at })
       return plantCreatedPayload(plant, at)
+    },
+    createdHead (at) {
+      made.push({ type: 'plant.created', at })
+      return plantCreatedHead(at)
     },
     deleted (id, at) {
       made.push({ type: 'plant.deleted', id, at })
@@ -109,7 +116,9 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       const events = await allEvents(outbox)
       assert.equal(events.length, 2, 'two events')
       assert.ok(events[0].seq < events[1].seq, 'seq increases with the commits')
-      assert.deepEqual(made.map(({ type, id }) => [type, id]), [['plant.created', 1n], ['plant.created', 2n]], 'one payload made per create')
+      const perPlant = made.every(({ id }) => id !== undefined)
+      assert.deepEqual(made.map(({ type, id }) => [type, id]), perPlant ? [['plant.created', 1n], ['plant.created', 2n]] : [['plant.created', undefined], ['plant.created', undefined]],
+        'one payload (or head, for a create alone in its commit) made per create')
       assert.deepEqual(events.map(({ messageId }) => messageId), messageIds, 'message ids from payloads.messageId, one per event')
       for (const [i, plant] of [{ id: 1n, name: 'fern' }, { id: 2n, name: 'rose', tag: 'flower' }].entries()) {
         const event = events[i]
@@ -127,6 +136,25 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
         same(await outbox.event(event.seq), event, 'event(seq) gives the same view')
       }
       assert.equal(await outbox.event(events[1].seq + 1000n), undefined, 'an unknown seq')
+    })
+
+  withOutbox('an event\'s text is plantCreatedPayload\'s byte for byte, whatever the plant holds, in one commit or apart',
+    ['created'], async (store, outbox) => {
+      const controls = Array.from({ length: 31 }, (_, i) => String.fromCharCode(i + 1)).join('')
+      const plants = [
+        { id: -(2n ** 63n), name: `quote " backslash \\ slash / ${controls} del \x7f`, tag: '' },
+        { id: 2n ** 63n - 1n, name: 'line\u2028para\u2029 bom\ufeff \u{1f331} 植物 ümlaut', tag: '"\\n"' },
+        { id: 2n ** 53n + 1n, name: '</script>' },
+        { id: 0n, name: 'x'.repeat(1000), tag: 't'.repeat(1000) }
+      ]
+      await Promise.all(plants.slice(0, 2).map((plant) => store.create(plant)))
+      for (const plant of plants.slice(2)) await store.create(plant)
+      const events = await allEvents(outbox)
+      assert.equal(events.length, plants.length)
+      for (const event of events) {
+        const plant = plants.find(({ id }) => id === idOf(event))!
+        assert.equal(event.payload, plantCreatedPayload(plant, event.createdAt), `plant ${plant.id}`)
+      }
     })
 
   test('each event keeps the trace context its create or delete was called in (traceContext), and a claim hands it back', async () => {

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { PlantCreatedEventSchema, PlantDeletedEventSchema } from '../../schemas/webhook-events.js'
+import { plantCreatedHead, plantCreatedPayload, plantCreatedTail, plantDeletedPayload } from '../../webhooks/payload.js'
 
 const AT = new Date('2026-11-24T00:20:00.123Z')
 
@@ -17,4 +18,18 @@ t.test('name and tag are JSON strings whatever they hold; no tag, no key', async
   const text = plantCreatedPayload({ id: 7n, name }, AT)
   t.same(JSON.parse(text), { type: 'plant.created', timestamp: AT.toISOString(), id: 7, name })
   t.notMatch(text, /"tag"/)
+})
+
+t.test('the keys come in the order the event schemas (and so the OpenAPI document) give them', async (t) => {
+  const created = JSON.parse(plantCreatedPayload({ id: 1n, name: 'Fern', tag: 'green' }, AT)) as object
+  t.strictSame(Object.keys(created), Object.keys(PlantCreatedEventSchema.properties), 'plant.created')
+  const deleted = JSON.parse(plantDeletedPayload(1n, AT)) as object
+  t.strictSame(Object.keys(deleted), Object.keys(PlantDeletedEventSchema.properties), 'plant.deleted')
+})
+
+t.test('a plant.created text is its commit\'s head and the plant\'s tail', async (t) => {
+  const plant = { id: -12n, name: 'a"b', tag: 't' }
+  t.equal(plantCreatedHead(AT), '{"type":"plant.created","timestamp":"2026-11-24T00:20:00.123Z","id":')
+  t.equal(plantCreatedTail(plant), '-12,"name":"a\\"b","tag":"t"}')
+  t.equal(plantCreatedPayload(plant, AT), plantCreatedHead(AT) + plantCreatedTail(plant))
 })
