@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { PATHS, type Path } from './report.js'
 import { headersFor, requestFor } from './requests.js'
-import { createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL } from './stores.js'
+import { createDatabase, dropDatabase, POSTGRES_ADMIN_URL } from './stores.js'
 import { BASELINE_ENTRIES, cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll } from './targets.js'
 
 const ENTRIES: Record<string, string> = {
@@ -96,8 +96,7 @@ const database = args.store === 'postgres' ? `plant_store_profile_${process.pid}
 async function storeUrl (): Promise<string> {
   if (args.store === 'sqlite:') return `sqlite:${join(dir, 'plants.db')}`
   if (database === undefined) return args.store
-  await createDatabase(POSTGRES_ADMIN_URL, database)
-  return databaseUrl(POSTGRES_ADMIN_URL, database)
+  return createDatabase(POSTGRES_ADMIN_URL, database)
 }
 /** With --webhooks: a fast receiver on core 1 and the service's settings for it. */
 async function webhookEnv (): Promise<Record<string, string>> {

@@ -13,7 +13,7 @@ import {
 } from './report.js'
 import { headersFor, requestFor } from './requests.js'
 import {
-  createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
+  createDatabase, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
 import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
 
@@ -220,8 +220,7 @@ async function addPostgres (targets: Target[]) {
   const database = async (suffix: string) => {
     const name = `${prefix}_${suffix}`
     databases.push(name)
-    await createDatabase(POSTGRES_ADMIN_URL, name)
-    return databaseUrl(POSTGRES_ADMIN_URL, name)
+    return createDatabase(POSTGRES_ADMIN_URL, name)
   }
   const emptyUrl = await database('empty')
   const empty = await startService('postgres', emptyUrl)

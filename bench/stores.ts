@@ -48,14 +48,16 @@ export async function postgresUnreachable (adminUrl: string): Promise<string | u
 }
 
 /** The URL of database `name` on the server of `adminUrl`. */
-export function databaseUrl (adminUrl: string, name: string): string {
+function databaseUrl (adminUrl: string, name: string): string {
   const url = new URL(adminUrl)
   url.pathname = `/${name}`
   return url.href
 }
 
-export async function createDatabase (adminUrl: string, name: string): Promise<void> {
+/** Makes database `name` on the server of `adminUrl`; its URL. */
+export async function createDatabase (adminUrl: string, name: string): Promise<string> {
   await withClient(adminUrl, (client) => client.query(`CREATE DATABASE "${name}"`))
+  return databaseUrl(adminUrl, name)
 }
 
 export async function dropDatabase (adminUrl: string, name: string): Promise<void> {

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import pg from 'pg'
-import { createDatabase, databaseUrl, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable } from './stores.js'
+import { createDatabase, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable } from './stores.js'
 import { cpuMicros, freePort, hasTaskset, machineCpuMicros, spawnTracked, startServer, stop, stopAll, type Server } from './targets.js'
 
 const { values: args } = parseArgs({
@@ -328,12 +328,12 @@ async function wholeMeasure (store: string, url: () => Promise<string>, floor: n
   const ratio = (pick: (run: WholeRun) => number) => median(runs.on.map((run, index) => pick(run) / pick(runs.off[index])))
   const [cpuOff, cpuOn] = [median(runs.off.map(({ cpuPerCreate }) => cpuPerCreate)), median(runs.on.map(({ cpuPerCreate }) => cpuPerCreate))]
   const [machineOff, machineOn] = [median(runs.off.map(({ machinePerCreate }) => machinePerCreate)), median(runs.on.map(({ machinePerCreate }) => machinePerCreate))]
+  const [apiOff, apiOn] = [median(runs.off.map(({ apiCpuPerCreate }) => apiCpuPerCreate)), median(runs.on.map(({ apiCpuPerCreate }) => apiCpuPerCreate))]
   lines.push(`${store} whole service, unpinned (${rounds} x ${duration} s): req/s ${median(runs.off.map(({ reqPerSec }) => reqPerSec)).toFixed(0)} -> ` +
     `${median(runs.on.map(({ reqPerSec }) => reqPerSec)).toFixed(0)} (median of per-round ratios ${ratio(({ reqPerSec }) => reqPerSec).toFixed(2)}x); ` +
     `CPU per create, every thread, with webhooks on until its event is delivered: ${cpuOff.toFixed(1)} -> ${cpuOn.toFixed(1)} µs ` +
     `(+${(cpuOn - cpuOff).toFixed(1)} µs${Number.isNaN(floor) ? '' : `, ${((cpuOn - cpuOff) / floor).toFixed(2)}x the bare undici floor`}); ` +
-    `the thread that serves HTTP alone: ${median(runs.off.map(({ apiCpuPerCreate }) => apiCpuPerCreate)).toFixed(1)} -> ` +
-    `${median(runs.on.map(({ apiCpuPerCreate }) => apiCpuPerCreate)).toFixed(1)} µs (median of per-round ratios ${ratio(({ apiCpuPerCreate }) => apiCpuPerCreate).toFixed(2)}x); ` +
+    `the thread that serves HTTP alone: ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${ratio(({ apiCpuPerCreate }) => apiCpuPerCreate).toFixed(2)}x); ` +
     `every process of the machine (service, receiver, load generator, database): ${machineOff.toFixed(1)} -> ${machineOn.toFixed(1)} µs per create, ` +
     `so the same cores fit at most ${(machineOff / machineOn).toFixed(2)}x the rate; ` +
     `deliveries behind the creates: at most ${runs.on.map(({ maxBacklog }) => maxBacklog).join(', ')}, at the end ${runs.on.map(({ endBacklog }) => endBacklog).join(', ')}, ` +
@@ -451,8 +451,7 @@ try {
       const postgresUrl = async () => {
         const name = `plant_store_bench_webhooks_${randomBytes(4).toString('hex')}`
         names.push(name)
-        await createDatabase(POSTGRES_ADMIN_URL, name)
-        return databaseUrl(POSTGRES_ADMIN_URL, name)
+        return createDatabase(POSTGRES_ADMIN_URL, name)
       }
       try {
         if (parts.has('cpu')) await measure('postgres', postgresUrl, xacts)
