@@ -1,6 +1,7 @@
 // `npm run bench:webhooks`: the cost of webhooks, side by side in one run. For each store, the
-// service with webhooks off and with one endpoint (a fast receiver in its own process) take
-// create runs in turn; medians of CPU per create and req/s, their ratios, the deliveries behind
+// service with webhooks off, with one endpoint (a fast receiver in its own process), and with the
+// endpoint but no delivery thread (the outbox write alone) take create runs in turn; medians of CPU
+// per create and req/s, their ratios, the deliveries behind
 // after each run (counted by the build's own receiver) and the time to deliver the rest; then both idle for 10 s: CPU, and on PostgreSQL the
 // transactions the database saw. Then (part rate) each store at a fixed rate of creates: API p99 and
 // API-thread CPU per create with webhooks off, and on with a fast receiver, one that answers an
@@ -119,9 +120,11 @@ interface Build {
   name: string
   plain: Server
   hooks: Server
+  /** Webhooks on with WEBHOOK_DELIVERY=off: the outbox written, no delivery thread beside it. */
+  outbox: Server
   plainUrl: string
   hooksUrl: string
-  runs: { plain: CreateRun[], hooks: CreateRun[] }
+  runs: { plain: CreateRun[], hooks: CreateRun[], outbox: CreateRun[] }
   /** Creates acknowledged with webhooks on, less the deliveries the build's receiver got. */
   behind: () => number
   pendings: number[]
@@ -143,21 +146,31 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
       env: { ...env, DATABASE_URL: hooksUrl, ...webhookEnv, WEBHOOK_URL: own.url },
       stderrFile: join(tmp, `${name}-webhook.log`)
     })
+    // Its events are never delivered: nothing of it counts in `behind`.
+    const outbox = await startServer({
+      name: `${name}+outbox`,
+      script: entry,
+      env: { ...env, DATABASE_URL: await url(), ...webhookEnv, WEBHOOK_DELIVERY: 'off' },
+      stderrFile: join(tmp, `${name}-outbox.log`)
+    })
     await createRun(plain, 2)
+    await createRun(outbox, 2)
     const warmUp = await createRun(hooks, 2)
-    const runs = { plain: [] as CreateRun[], hooks: [] as CreateRun[] }
+    const runs = { plain: [] as CreateRun[], hooks: [] as CreateRun[], outbox: [] as CreateRun[] }
     const behind = () => warmUp.created + runs.hooks.reduce((sum, run) => sum + run.created, 0) - own.received
-    builds.push({ name, plain, hooks, plainUrl, hooksUrl, runs, behind, pendings: [] as number[] })
+    builds.push({ name, plain, hooks, outbox, plainUrl, hooksUrl, runs, behind, pendings: [] as number[] })
   }
   for (let round = 1; round <= rounds; round++) {
     // With --compare, the builds take turns going first.
-    for (const { name, plain, hooks, runs, behind, pendings } of round % 2 === 1 ? builds : builds.toReversed()) {
+    for (const { name, plain, hooks, outbox, runs, behind, pendings } of round % 2 === 1 ? builds : builds.toReversed()) {
       runs.plain.push(await createRun(plain, duration))
+      runs.outbox.push(await createRun(outbox, duration))
       runs.hooks.push(await createRun(hooks, duration))
       pendings.push(behind())
       // The next run, on the same core, starts once the delivery has caught up (30 s at most).
       await caughtUp(behind, 30_000)
-      progress(`[${name} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; on ${JSON.stringify(runs.hooks.at(-1))}; behind ${pendings.at(-1)}`)
+      progress(`[${name} round ${round}/${rounds}] off ${JSON.stringify(runs.plain.at(-1))}; outbox only ${JSON.stringify(runs.outbox.at(-1))}; ` +
+        `on ${JSON.stringify(runs.hooks.at(-1))}; behind ${pendings.at(-1)}`)
     }
   }
   const drainStart = performance.now()
@@ -180,7 +193,10 @@ async function measure (store: string, url: () => Promise<string>, xacts?: (url:
     const apiRatio = median(runs.hooks.map((run, i) => run.apiCpuPerCreate / runs.plain[i].apiCpuPerCreate))
     const apiOn = median(runs.hooks.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
     const apiOff = median(runs.plain.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
-    lines.push(`${name}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x)`)
+    const outboxOnly = median(runs.outbox.map(({ apiCpuPerCreate }) => apiCpuPerCreate))
+    const outboxRatio = median(runs.outbox.map((run, i) => run.apiCpuPerCreate / runs.plain[i].apiCpuPerCreate))
+    lines.push(`${name}: API thread CPU per create ${apiOff.toFixed(1)} -> ${apiOn.toFixed(1)} µs (median of per-round ratios ${apiRatio.toFixed(2)}x); ` +
+      `of that, the outbox write alone (WEBHOOK_DELIVERY=off, no delivery thread): ${outboxOnly.toFixed(1)} µs (${outboxRatio.toFixed(2)}x)`)
     lines.push(`${name}: CPU per create ${off.cpu.toFixed(1)} -> ${on.cpu.toFixed(1)} µs (${(on.cpu / off.cpu).toFixed(2)}x); ` +
       `req/s ${off.rps.toFixed(0)} -> ${on.rps.toFixed(0)} (${(on.rps / off.rps).toFixed(2)}x; median of per-round ratios ` +
       `${median(runs.hooks.map((run, i) => run.reqPerSec / runs.plain[i].reqPerSec)).toFixed(2)}x); deliveries behind after each run ${pendings.join(', ')}; ` +
