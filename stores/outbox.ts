@@ -164,6 +164,14 @@ export interface WebhookOutbox {
   stats (): Promise<EndpointStats[]>
   /** Removes events whose every delivery is finished (delivered or failed) and older than `before`; resolves how many. */
   prune (before: Date): Promise<number>
+  /**
+   * Tells the delivery of other processes on the same store (each `listen`ing) that events are due,
+   * when the store can: PostgreSQL notifies. An instance that delivers nothing itself calls it after
+   * each commit that wrote events. Best effort: what a lost notification would have told, a poll finds.
+   */
+  announce? (): void
+  /** Calls `heard` when another process `announce`s (and once as it starts listening); returns a function that stops it. */
+  listen? (heard: () => void): () => Promise<void>
 }
 
 /** A store that keeps an outbox: the memory, SQLite and PostgreSQL stores. A host's own store may not. */

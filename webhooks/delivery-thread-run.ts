@@ -9,8 +9,9 @@ import type { WebhookTracing } from './tracing.js'
 import { outboxOptions } from './wiring.js'
 import { DeliveryWorker } from './worker.js'
 
-// Claims, result batches, endpoint checks and pruning: a few queries at once at most.
-const POOL_SIZE = 3
+// Claims, result batches, endpoint checks and pruning: a few queries at once at most; and on
+// PostgreSQL one connection held to listen for other instances' commits (announce.ts).
+const POOL_SIZE = 4
 // Attempts are told to the API thread in batches: one message per this period at most.
 const ATTEMPTS_EVERY_MS = 50
 // After a wake-up, the commits of this long are claimed together: under load, one claim per period.

@@ -57,6 +57,7 @@ const opensInThread = (store: DeliverySource['store']): store is string =>
  * 1. store commit: a create or delete writes its events into the outbox in the same commit (payloads);
  * 2. outbox: once that commit succeeds, `committed` runs;
  * 3. wake-up: `committed` wakes the delivery (rings its thread's doorbell) instead of it waiting for its next poll;
+ *    with delivery 'off', it announces the commit to the delivering instances of the store (PostgreSQL's NOTIFY), which listen;
  * 4. delivery: the worker claims due events from the outbox and sends them (worker.ts, send.ts),
  *    in its thread (delivery-thread-run.ts; with tracing, its spans made there) or, with the memory
  *    store or a store object, on this event loop;
@@ -79,7 +80,12 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
     ...(inThread && { checkpointedElsewhere: true })
   })
   const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
-  if (where !== 'off') {
+  if (where === 'off') {
+    // Delivered elsewhere: the commits, and what an admin route makes due, are announced to the
+    // delivering instances of a store that can tell them (PostgreSQL); others find them at their next poll.
+    const announce = outbox.announce?.bind(outbox)
+    if (announce !== undefined) wake.delivery = { ...NO_DELIVERY, wake: announce }
+  } else {
     const tracing = observer?.tracing
     if (inThread) {
       // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.

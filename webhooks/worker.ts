@@ -90,6 +90,8 @@ export class DeliveryWorker {
   private records: AttemptRecord[] = []
   private releases: ClaimedDelivery[] = []
   private poll?: NodeJS.Timeout
+  private unlisten?: (() => Promise<void>) | undefined
+  private unlistened?: Promise<void> | undefined
   private prune?: NodeJS.Timeout
   private pruning?: Promise<void>
   private ticking = false
@@ -123,6 +125,8 @@ export class DeliveryWorker {
   }
 
   start (): void {
+    // Woken by the commits of instances that deliver nothing themselves, on a store that can tell them.
+    this.unlisten = this.options.outbox.listen?.(() => this.wake())
     this.poll = setInterval(() => this.tick(), this.pollMs).unref()
     this.prune = setInterval(() => { this.pruneOld() }, this.options.pruneEveryMs ?? PRUNE_EVERY_MS).unref()
     this.pruneOld()
@@ -399,6 +403,7 @@ export class DeliveryWorker {
    */
   pause (): void {
     this.stopping = true
+    this.unlistened ??= this.unlisten?.()
     clearInterval(this.poll)
     clearInterval(this.prune)
     for (const endpoint of this.endpoints.values()) this.handBack(endpoint)
@@ -410,6 +415,7 @@ export class DeliveryWorker {
    */
   async stop (drainMs: number): Promise<void> {
     this.pause()
+    await this.unlistened
     await this.ticked
     await this.pruning
     const sent = this.allSent()

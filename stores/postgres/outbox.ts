@@ -4,6 +4,7 @@ import type {
   AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
 } from '../outbox.js'
 import { traced } from '../outbox.js'
+import { announcer, channelOf, listen } from './announce.js'
 import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
@@ -212,14 +213,37 @@ function recordRows (records: readonly AttemptRecord[]): string {
   return JSON.stringify(rows)
 }
 
+/** The store's pool, for the outbox's notifications (announce.ts): a connection to hold, and a NOTIFY of its own. */
+export interface Notifications {
+  connect: () => Promise<pg.PoolClient>
+  notify: (channel: string) => Promise<unknown>
+  /** The listeners running, each by its stop: the store stops them as it closes, or its pool's end would wait for their connections. */
+  listening: Set<() => Promise<void>>
+}
+
 /** The outbox's own statements, on the store's connections. */
 class PostgresOutbox implements WebhookOutbox {
   readonly #sql: ReturnType<typeof outboxSql>
   readonly #names: string[]
+  readonly #channel: string
+  readonly announce: () => void
 
-  constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, endpoints: OutboxOptions['endpoints']) {
+  constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, endpoints: OutboxOptions['endpoints'], private readonly notifications: Notifications) {
     this.#sql = outboxSql(tables)
     this.#names = endpoints.map(({ name }) => name)
+    const channel = this.#channel = channelOf(tables.events)
+    this.announce = announcer(() => notifications.notify(channel))
+  }
+
+  listen (heard: () => void) {
+    const { listening } = this.notifications
+    const stopListening = listen(this.notifications.connect, this.#channel, heard)
+    const stop = async () => {
+      listening.delete(stop)
+      await stopListening()
+    }
+    listening.add(stop)
+    return stop
   }
 
   async claim (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) {
@@ -298,6 +322,6 @@ class PostgresOutbox implements WebhookOutbox {
   }
 }
 
-export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions): WebhookOutbox {
-  return new PostgresOutbox(tables, runQuery, endpoints)
+export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions, notifications: Notifications): WebhookOutbox {
+  return new PostgresOutbox(tables, runQuery, endpoints, notifications)
 }

@@ -301,6 +301,8 @@ type Work<R> = (client: pg.PoolClient, used: Promise<void>) => Promise<R>
  */
 class PostgresStore implements PlantStore, OutboxStore {
   readonly #pool: pg.Pool
+  // The outbox's listeners for other instances' announcements (announce.ts), each by its stop.
+  readonly #listening = new Set<() => Promise<void>>()
   readonly #shared: boolean
   readonly #name: TableName
   readonly #queryTimeout: number
@@ -524,7 +526,11 @@ class PostgresStore implements PlantStore, OutboxStore {
       return this.#answered((client) => query<R>(client, text, values, statement))
     }
     this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
-    return postgresOutbox(tables, runQuery, outboxOptions)
+    return postgresOutbox(tables, runQuery, outboxOptions, {
+      connect: () => this.#pool.connect(),
+      notify: (channel) => this.#pool.query('SELECT pg_notify($1, \'\')', [channel]),
+      listening: this.#listening
+    })
   }
 
   ping = async () => {
@@ -539,6 +545,8 @@ class PostgresStore implements PlantStore, OutboxStore {
   }
 
   close = async () => {
+    // Their connections given back first: a pool's end waits for every connection out.
+    await Promise.all([...this.#listening].map((stop) => stop()))
     // A shared pool is its owner's to end.
     if (!this.#shared && !this.#pool.ending) await this.#pool.end()
   }
