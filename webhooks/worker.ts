@@ -127,6 +127,7 @@ export class DeliveryWorker {
   start (): void {
     // Woken by the commits of instances that deliver nothing themselves, on a store that can tell them.
     this.unlisten = this.options.outbox.listen?.(() => this.wake())
+    this.unlistened = undefined
     this.poll = setInterval(() => this.tick(), this.pollMs).unref()
     this.prune = setInterval(() => { this.pruneOld() }, this.options.pruneEveryMs ?? PRUNE_EVERY_MS).unref()
     this.pruneOld()
@@ -415,7 +416,6 @@ export class DeliveryWorker {
    */
   async stop (drainMs: number): Promise<void> {
     this.pause()
-    await this.unlistened
     await this.ticked
     await this.pruning
     const sent = this.allSent()
@@ -426,6 +426,7 @@ export class DeliveryWorker {
     clearTimeout(this.flush)
     await this.writeAll()
     await Promise.all(this.writes)
+    await this.unlistened
     for (const endpoint of this.endpoints.values()) endpoint.sender.close()
   }
 }

@@ -4,7 +4,7 @@ import type {
   AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
 } from '../outbox.js'
 import { traced } from '../outbox.js'
-import { announcer, channelOf, listen } from './announce.js'
+import { announcer, channelOf, listen, notifySql } from './announce.js'
 import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
@@ -213,10 +213,17 @@ function recordRows (records: readonly AttemptRecord[]): string {
   return JSON.stringify(rows)
 }
 
+// Listening holds one connection of the pool: only where at least this many are left for the rest.
+export const MIN_POOL_TO_LISTEN = 3
+
 /** The store's pool, for the outbox's notifications (announce.ts): a connection to hold, and a NOTIFY of its own. */
 export interface Notifications {
+  plantsTable: string
+  /** The most connections of the pool. */
+  poolMax: number
   connect: () => Promise<pg.PoolClient>
-  notify: (channel: string) => Promise<unknown>
+  /** Runs a statement (announce.ts's NOTIFY) as a simple query on a connection of the pool. */
+  notify: (sql: string) => Promise<unknown>
   /** The listeners running, each by its stop: the store stops them as it closes, or its pool's end would wait for their connections. */
   listening: Set<() => Promise<void>>
 }
@@ -227,15 +234,19 @@ class PostgresOutbox implements WebhookOutbox {
   readonly #names: string[]
   readonly #channel: string
   readonly announce: () => void
+  readonly listen: ((heard: () => void) => () => Promise<void>) | undefined
 
   constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, endpoints: OutboxOptions['endpoints'], private readonly notifications: Notifications) {
     this.#sql = outboxSql(tables)
     this.#names = endpoints.map(({ name }) => name)
-    const channel = this.#channel = channelOf(tables.events)
-    this.announce = announcer(() => notifications.notify(channel))
+    const channel = this.#channel = channelOf(notifications.plantsTable)
+    const sql = notifySql(channel)
+    this.announce = announcer(() => notifications.notify(sql))
+    // A pool too small to spare a connection for good: the delivery finds events at its poll.
+    this.listen = notifications.poolMax >= MIN_POOL_TO_LISTEN ? this.#listen : undefined
   }
 
-  listen (heard: () => void) {
+  readonly #listen = (heard: () => void) => {
     const { listening } = this.notifications
     const stopListening = listen(this.notifications.connect, this.#channel, heard)
     const stop = async () => {

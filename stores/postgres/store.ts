@@ -527,8 +527,11 @@ class PostgresStore implements PlantStore, OutboxStore {
     }
     this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
     return postgresOutbox(tables, runQuery, outboxOptions, {
+      plantsTable: this.#name.table,
+      // pg-pool fills in its default (10) when a pool is made without one.
+      poolMax: Number(this.#pool.options.max),
       connect: () => this.#pool.connect(),
-      notify: (channel) => this.#pool.query('SELECT pg_notify($1, \'\')', [channel]),
+      notify: (sql) => this.#pool.query(sql),
       listening: this.#listening
     })
   }

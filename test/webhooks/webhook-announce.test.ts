@@ -2,7 +2,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { openStore } from '../../stores/index.js'
 import type { OutboxStore, WebhookOutbox } from '../../stores/outbox.js'
-import { ANNOUNCE_GAP_MS, RELISTEN_MS } from '../../stores/postgres/announce.js'
+import { ANNOUNCE_GAP_MS, channelOf, listen, RELISTEN_MS } from '../../stores/postgres/announce.js'
+import { MIN_POOL_TO_LISTEN } from '../../stores/postgres/outbox.js'
+import type { PostgresStoreOptions } from '../../stores/postgres/store.js'
+import pg from 'pg'
+import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import type { PlantStore } from '../../stores/types.js'
 import { AUTH, build, createPlant, JSON_TYPE } from '../helpers/app.js'
 import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
@@ -13,8 +17,8 @@ const pgSkip = await postgresSkip()
 const ENDPOINTS = [{ name: 'e0', events: ['plant.created' as const] }]
 
 /** A PostgreSQL store of its own on `url`, its outbox open; closed at the test's end. */
-async function outboxOn (t: Test, url: string): Promise<WebhookOutbox> {
-  const store = await openStore(url, { poolSize: 2 }) as PlantStore & OutboxStore
+async function outboxOn (t: Test, url: string, options: PostgresStoreOptions = {}): Promise<WebhookOutbox> {
+  const store = await openStore(url, { poolSize: MIN_POOL_TO_LISTEN, ...options }) as PlantStore & OutboxStore
   t.teardown(() => store.close())
   return store.openOutbox({ endpoints: ENDPOINTS, payloads: { created: () => '', createdHead: () => '', deleted: () => '', messageId: () => 'msg_x' } })
 }
@@ -50,7 +54,7 @@ t.test('PostgreSQL: what one store\'s outbox announces, another\'s on the same d
   t.ok(await eventually(() => heard === 6), 'and hears the next announcement')
 
   await stop()
-  t.same(await listeners(url), [], 'stopped: its session is closed')
+  t.ok(await eventually(async () => (await listeners(url)).length === 0), 'stopped: its session is closed')
   speaker.announce!()
   await sleep(200)
   t.equal(heard, 6, 'and nothing more is heard')
@@ -79,6 +83,49 @@ t.test('PostgreSQL: a listener whose store is down keeps trying, and listens onc
   speaker.announce!()
   t.ok(await eventually(() => heard === 3), 'and hears')
   // Left listening: the store's close stops it, rather than wait for its connection forever.
+})
+
+t.test('PostgreSQL: a store whose schema is set and one that takes the default agree on the channel; a pool too small to spare a connection does not listen', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  // The schema named, or left to the search_path (or not known yet, the server down at the start).
+  const [speaker, hearer] = [await outboxOn(t, url, { schema: 'public' }), await outboxOn(t, url)]
+  let heard = 0
+  hearer.listen!(() => { heard++ })
+  t.ok(await eventually(() => heard === 1), 'listening')
+  speaker.announce!()
+  t.ok(await eventually(() => heard === 2), 'heard')
+  const small = await outboxOn(t, url, { poolSize: MIN_POOL_TO_LISTEN - 1 })
+  t.equal(small.listen, undefined, `with ${MIN_POOL_TO_LISTEN - 1} connections, none is held to listen: its delivery relies on its poll`)
+  t.type(small.announce, 'function', 'it still announces')
+})
+
+/** Every client session of the database at `url` but the asker's. */
+const sessions = async (url: string) => (await sqlOn<{ pid: number }>(url,
+  'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND backend_type = \'client backend\' AND pid <> pg_backend_pid()')).map(({ pid }) => pid)
+
+t.test('PostgreSQL: a listening session that stops answering (the link silent, nothing closed) is replaced', { skip: pgSkip }, async (t) => {
+  const direct = await freshDatabase(t)
+  const url = new URL(direct)
+  const proxy = await startTcpProxy(t, url.hostname, Number(url.port || 5432))
+  url.host = `127.0.0.1:${proxy.port}`
+  const pool = new pg.Pool({ connectionString: url.href, max: 3, connectionTimeoutMillis: 2000 })
+  pool.on('error', () => {})
+  let heard = 0
+  const stop = listen(() => pool.connect(), channelOf('plants'), () => { heard++ }, { checkMs: 100, answerMs: 300 })
+  t.teardown(async () => {
+    await stop()
+    await pool.end()
+  })
+  t.ok(await eventually(() => heard === 1), 'listening')
+  const [pid] = await sessions(direct)
+  await sleep(500)
+  t.equal(heard, 1, 'a session that answers its checks (every 100 ms here) is kept')
+  t.same(await sessions(direct), [pid], 'the same one')
+  proxy.freeze()
+  await sleep(1000)
+  proxy.thaw()
+  t.ok(await eventually(() => heard === 2, 10_000), 'listens again once its check went unanswered')
+  t.ok(await eventually(async () => { const pids = await sessions(direct); return pids.length === 1 && pids[0] !== pid }), 'on a new session: the silent one was closed')
 })
 
 // The delivering instance looks for due deliveries once a second when nothing wakes it. Woken by
