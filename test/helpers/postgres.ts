@@ -75,3 +75,11 @@ export async function roleWithoutCreate (t: Teardown, url: string): Promise<stri
   asRole.username = role
   return asRole.href
 }
+
+/** Makes the database at `url` refuse connections and ends the open ones: down until the function it resolves is called. */
+export async function downFor (url: string): Promise<() => Promise<unknown>> {
+  const name = new URL(url).pathname.slice(1)
+  await sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
+  await sqlOn(SERVER_URL, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+  return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
+}

@@ -9,9 +9,10 @@ import pg from 'pg'
 import { startTcpProxy } from '../helpers/tcp-proxy.js'
 import type { PlantStore } from '../../stores/types.js'
 import { AUTH, build, createPlant, JSON_TYPE } from '../helpers/app.js'
-import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
+import { downFor, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
+import { eventPayloads } from '../../webhooks/wiring.js'
 
 const pgSkip = await postgresSkip()
 const ENDPOINTS = [{ name: 'e0', events: ['plant.created' as const] }]
@@ -20,7 +21,7 @@ const ENDPOINTS = [{ name: 'e0', events: ['plant.created' as const] }]
 async function outboxOn (t: Test, url: string, options: PostgresStoreOptions = {}): Promise<WebhookOutbox> {
   const store = await openStore(url, { poolSize: MIN_POOL_TO_LISTEN, ...options }) as PlantStore & OutboxStore
   t.teardown(() => store.close())
-  return store.openOutbox({ endpoints: ENDPOINTS, payloads: { created: () => '', createdHead: () => '', deleted: () => '', messageId: () => 'msg_x' } })
+  return store.openOutbox({ endpoints: ENDPOINTS, payloads: eventPayloads })
 }
 
 /** The sessions of the database at `url` listening for announcements: the listeners' connections. */
@@ -67,9 +68,7 @@ t.test('PostgreSQL: a listener whose store is down keeps trying, and listens onc
   hearer.listen!(() => { heard++ })
   t.ok(await eventually(() => heard === 1), 'listening')
   // Connections refused for a while: every session of the database ended, new ones turned away.
-  const database = new URL(url).pathname.slice(1)
-  await sqlOn(SERVER_URL, `ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS false`)
-  await sqlOn(SERVER_URL, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [database])
+  const up = await downFor(url)
   // What is announced meanwhile is lost, and no failure reaches the caller: the listener's poll finds those events.
   speaker.announce!()
   await sleep(RELISTEN_MS[0] + RELISTEN_MS[1])
@@ -78,7 +77,7 @@ t.test('PostgreSQL: a listener whose store is down keeps trying, and listens onc
   const other = hearer.listen!(() => { t.fail('never listens') })
   await sleep(RELISTEN_MS[0] / 2)
   await other()
-  await sqlOn(SERVER_URL, `ALTER DATABASE ${database} WITH ALLOW_CONNECTIONS true`)
+  await up()
   t.ok(await eventually(() => heard === 2, 20_000), 'it listens again once connections are let in')
   speaker.announce!()
   t.ok(await eventually(() => heard === 3), 'and hears')

@@ -4,20 +4,12 @@ import { StoreUnavailableError } from '../../errors/index.js'
 import { openPostgresStore } from '../../stores/postgres/store.js'
 import { resolveWebhooks } from '../../webhooks/config.js'
 import { DeliveryWorker } from '../../webhooks/worker.js'
-import { freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
+import { downFor, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 import { eventPayloads } from '../../webhooks/wiring.js'
 
 const pgSkip = await postgresSkip()
-
-/** Makes the database refuse connections and ends the open ones: the store is down until `up`. */
-async function downFor (url: string) {
-  const name = new URL(url).pathname.slice(1)
-  await sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
-  await sqlOn(SERVER_URL, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
-  return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
-}
 
 // Independent subtests, each on a database of its own: together.
 t.jobs = 5
