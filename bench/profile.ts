@@ -16,10 +16,10 @@ import { BASELINE_ENTRIES, cpuMicros, freePort, hasTaskset, spawnTracked, startS
 
 const ENTRIES: Record<string, string> = {
   // The unbundled entry, so that the profile names each package and file.
-  service: fileURLToPath(new URL('../service/server.js', import.meta.url)),
+  service: fileURLToPath(new URL('../service/entry-points/server.js', import.meta.url)),
   ...BASELINE_ENTRIES
 }
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
 const HELP = `Usage: node dist/bench/profile.js [options]
   --target T       service, fastify or node:http (default service)

@@ -20,7 +20,7 @@ import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRs
 // The bundle npm start runs: the service as it ships.
 const BUNDLE = fileURLToPath(new URL('../server.mjs', import.meta.url))
 const STORES = ['memory', 'sqlite', 'postgres']
-const RESULTS_DIR = fileURLToPath(new URL('../../bench/results/', import.meta.url))
+const RESULTS_DIR = fileURLToPath(new URL('../../bench/results', import.meta.url))
 
 const HELP = `Usage: node dist/bench/run.js [options]
   --rounds N       rounds of runs, interleaved across targets (default 5; --smoke: 1)

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { connectionLimit, openFilesLimit } from '../service/config.js'
+import { connectionLimit, openFilesLimit } from '../service/config/index.js'
 import { socketFlood } from './socket-flood.js'
 import { killAllNow, spawnTracked, startServer, stop, stopAll } from './targets.js'
 

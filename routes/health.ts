@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { StoreUnavailableError } from '../errors/index.js'
-import { sendError } from '../plugins/error-handler.js'
-import { readinessOf, storeOf } from '../stores/index.js'
+import { StoreUnavailableError } from '../plugins/http/errors.js'
+import { sendError } from '../plugins/http/error-handler.js'
+import { readinessOf, storeOf } from '../plugins/store/index.js'
 import { HealthStatusSchema, type HealthStatus } from '../schemas/index.js'
-import { internalError, notReady, operationId, success } from './documentation.js'
+import { internalError, notReady, operationId, success } from './openapi/answers.js'
 
 const OK: HealthStatus = { status: 'ok' }
 const NOT_READY_MESSAGE = new StoreUnavailableError().message

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { onRequestHookHandler } from 'fastify'
-import { InvalidJsonError, PlantNotFoundError } from '../errors/index.js'
-import { storeOf } from '../stores/index.js'
-import { INT64_MESSAGE, integerMessage, validationMessage } from '../plugins/validation.js'
+import { InvalidJsonError, PlantNotFoundError } from '../plugins/http/errors.js'
+import { storeOf } from '../plugins/store/index.js'
+import { INT64_MESSAGE, integerMessage, validationMessage } from '../plugins/http/validation.js'
 import {
   DEFAULT_PAGE_SIZE, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PlantIdSchema, PlantListQuerySchema, STORABLE_TEXT_RULE,
   plantSchemas, ref
@@ -10,7 +10,7 @@ import {
 import {
   badRequest, conflict, hostUnauthorized, internalError, messageOf, notFound, operationId, rateLimitHeaders, success, tooLarge,
   tooManyRequests, unauthorized, unavailable, unsupportedMediaType
-} from './documentation.js'
+} from './openapi/answers.js'
 import { fitPage } from './page.js'
 
 export interface PlantRoutesOptions {

@@ -5,7 +5,6 @@ import { DEFAULT_MAX_TEXT_LENGTH } from './primitives.js'
 
 export * from './error.js'
 export * from './health.js'
-export * from './openapi.js'
 export * from './plant.js'
 export * from './primitives.js'
 export * from './webhook-events.js'

@@ -14,7 +14,7 @@ export const SCHEMA_ID_PREFIX = 'plant-store.'
 /**
  * A signed 64-bit integer, held as a BigInt in code so that no id is ever rounded through a
  * double. The JSON Schema keeps `type: integer, format: int64` for the OpenAPI document; the
- * validator checks these nodes with its own `integer` keyword (plugins/validation.ts).
+ * validator checks these nodes with its own `integer` keyword (plugins/http/validation.ts).
  */
 export const Int64 = (description: string, example?: number) =>
   Type.Unsafe<bigint>({ type: 'integer', format: 'int64', description, ...(example !== undefined && { examples: [example] }) })

@@ -1,7 +1,7 @@
 // Bundles the compiled server entry into dist/server.mjs, the file production runs. Loading one
 // file instead of about a thousand modules (typebox alone is some 300) takes start-up to the first
 // answer from about 0.75 s to about 0.45 s on these machines. --entry and --outdir bundle another
-// entry elsewhere (the tests bundle service/server.ts).
+// entry elsewhere (the tests bundle service/entry-points/server.ts).
 import { rmSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { dirname, extname, join } from 'node:path'
@@ -10,7 +10,7 @@ import { build } from 'esbuild'
 import { DRIVERS, TRACING, UNBUNDLED } from './runtime-packages.mjs'
 
 const { values: { entry, outdir } } = parseArgs({
-  options: { entry: { type: 'string', default: 'dist/service/server.js' }, outdir: { type: 'string', default: 'dist' } }
+  options: { entry: { type: 'string', default: 'dist/service/entry-points/server.js' }, outdir: { type: 'string', default: 'dist' } }
 })
 
 /**
@@ -31,7 +31,7 @@ const swaggerUiDirname = {
 }
 
 /**
- * The tracing packages stay in node_modules, imported by service/tracing/ only when tracing is on.
+ * The tracing packages stay in node_modules, imported by service/observe/tracing/ only when tracing is on.
  * Only there: prom-client's own require of @opentelemetry/api stays bundled, so that a service
  * without tracing loads nothing of OpenTelemetry from node_modules.
  */
@@ -40,17 +40,18 @@ const tracingExternal = {
   setup (bundle) {
     const names = new RegExp(`^(${TRACING.map((name) => name.replace(/[/.]/g, '\\$&')).join('|')})$`)
     bundle.onResolve({ filter: names }, ({ path, importer }) =>
-      /[\\/]service[\\/]tracing[\\/]/.test(importer) ? { path, external: true } : undefined)
+      /[\\/]service[\\/]observe[\\/]tracing[\\/]/.test(importer) ? { path, external: true } : undefined)
   }
 }
 
 // Chunk names change with their content: last build's would stay behind.
 rmSync(join(outdir, 'chunks'), { recursive: true, force: true })
 
-// The webhook delivery thread's modules, which the server starts by file name (webhooks/thread-host.ts):
-// the ones beside the entry's folder, compiled or source; with tracing on, the service's own.
-const deliveryThread = join(dirname(dirname(entry)), 'webhooks', `delivery-thread${extname(entry)}`)
-const tracedDeliveryThread = join(dirname(entry), 'tracing', `delivery-thread${extname(entry)}`)
+// The webhook delivery thread's modules, which the server starts by file name (plugins/webhooks/thread/host-side.ts):
+// the plugin's, under the tree the entry (service/entry-points/server) is in, compiled or source; with tracing on, the service's own.
+const tree = dirname(dirname(dirname(entry)))
+const deliveryThread = join(tree, 'plugins', 'webhooks', 'thread', `thread-entry${extname(entry)}`)
+const tracedDeliveryThread = join(dirname(entry), `traced-delivery-thread${extname(entry)}`)
 
 await build({
   entryPoints: { server: entry, 'webhook-delivery': deliveryThread, 'webhook-delivery-traced': tracedDeliveryThread },

@@ -15,7 +15,7 @@ export const DRIVERS = { sqlite: 'better-sqlite3', postgres: 'pg' }
 export const READS_ITS_FILES = ['@fastify/swagger-ui']
 
 /**
- * Tracing (OTEL_*): left out of the bundle, imported by service/tracing/ only when tracing is on,
+ * Tracing (OTEL_*): left out of the bundle, imported by service/observe/tracing/ only when tracing is on,
  * and installed in the runtime folder only when asked for (--tracing).
  */
 export const TRACING = [

@@ -30,7 +30,7 @@ if (!isBuildCurrent()) throw new Error('dist/ is missing or older than the sourc
 
 const repoPackage = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8'))
-const { driverMajorsOn } = await import(join(ROOT, 'dist/src/drivers.js'))
+const { driverMajorsOn } = await import(join(ROOT, 'dist/plugins/store/drivers.js'))
 
 /**
  * The newest major of `driver` that runs on the target Node: the lockfile's, or one recorded in

@@ -1,6 +1,6 @@
 // `npm run test:node-lines` (CI runs it after the main suite, which runs on this machine's Node):
 // every other Node line package.json's `engines` names, at the version it names, with each
-// better-sqlite3 major plant-store accepts there (src/drivers.ts). For each, a scratch copy of
+// better-sqlite3 major plant-store accepts there (plugins/store/drivers.ts). For each, a scratch copy of
 // this checkout (node_modules hard-linked, the driver a real copy built for that Node) runs the
 // store and outbox contract suites and the HTTP edge under that Node, then, once per line, the
 // packed-host install (scripts/test-host.mjs) and the runtime folder made for that Node
@@ -106,7 +106,7 @@ function testFiles (dir, names) {
 }
 
 if (!isBuildCurrent()) run('npm', ['run', 'build'])
-const { driverMajorsOn } = await import(join(ROOT, 'dist/src/drivers.js'))
+const { driverMajorsOn } = await import(join(ROOT, 'dist/plugins/store/drivers.js'))
 const results = []
 try {
   for (const version of nodeLines()) {

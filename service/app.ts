@@ -1,22 +1,22 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Server } from 'node:http'
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyRequest } from 'fastify'
-import compression from './compression.js'
-import connections, { type ConnectionsOptions } from './connections.js'
-import cors from './cors.js'
-import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs.js'
+import compression from './edge/compression.js'
+import connections, { type ConnectionsOptions } from './edge/connections.js'
+import cors from './edge/cors.js'
+import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs/index.js'
 import {
   deliveryOnly, errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStore, type PlantStoreOptions
 } from '../src/service-api.js'
-import httpProtocol, { type HttpProtocolOptions } from './http-protocol.js'
-import { lazyChildLogger } from './lazy-child-logger.js'
-import metricsPlugin, { createMetrics, instrumentStore } from './metrics.js'
-import { buildMetricsListener } from './metrics-listener.js'
-import { webhookMetrics } from './webhook-metrics.js'
-import requestLog, { pathOf } from './request-log.js'
-import securityHeaders from './security-headers.js'
-import { connectionLimit, openFilesLimit, readWebhooks, tokenlessLimit, type Config } from './config.js'
-import type { Tracing } from './tracing/index.js'
+import httpProtocol, { type HttpProtocolOptions } from './edge/http-protocol.js'
+import { lazyChildLogger } from './observe/lazy-child-logger.js'
+import metricsPlugin, { createMetrics, instrumentStore } from './observe/metrics.js'
+import { buildMetricsListener } from './observe/metrics-listener.js'
+import { webhookMetrics } from './observe/webhook-metrics.js'
+import requestLog, { pathOf } from './observe/request-log.js'
+import securityHeaders from './edge/security-headers.js'
+import { connectionLimit, openFilesLimit, readWebhooks, tokenlessLimit, type Config } from './config/index.js'
+import type { Tracing } from './observe/tracing/index.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
   /** The origins whose pages may call the API from a browser (CORS_ORIGINS); none by default. */
@@ -113,15 +113,15 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
     // Every failure in the Error shape, also those Fastify and Node answer before any route runs.
     clientErrorHandler: handleClientError,
     frameworkErrors: handleFrameworkError,
-    // service/connections.ts answers a request read while closing, in the Error shape.
+    // service/edge/connections.ts answers a request read while closing, in the Error shape.
     return503OnClosing: false,
-    // Fastify's two lines per request cost ~40 % of a create's CPU; service/request-log.ts logs one
+    // Fastify's two lines per request cost ~40 % of a create's CPU; service/observe/request-log.ts logs one
     // line per request instead, at debug.
     logController: new LogController({ disableRequestLogging: true }),
     // A request's child logger is built on its first line, not for every request.
     childLoggerFactory: lazyChildLogger,
     ...fastifyOptions,
-    // service/http-protocol.ts answers a request without Host in the Error shape, not Node.
+    // service/edge/http-protocol.ts answers a request without Host in the Error shape, not Node.
     http: { requireHostHeader: false, ...fastifyOptions.http }
   }).withTypeProvider<TypeBoxTypeProvider>()
 

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsync } from 'fastify'
-import errorHandler from '../plugins/error-handler.js'
-import strictValidation from '../plugins/validation.js'
+import errorHandler from '../plugins/http/error-handler.js'
+import strictValidation from '../plugins/http/validation.js'
 import healthRoutes from '../routes/health.js'
-import { DEFAULT_MAX_TEXT_LENGTH, DEFAULT_OPENAPI_NAMES } from '../schemas/index.js'
-import store from '../stores/index.js'
-import webhooks from '../webhooks/plugin.js'
+import { DEFAULT_OPENAPI_NAMES } from '../routes/openapi/names.js'
+import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
+import store from '../plugins/store/index.js'
+import webhooks from '../plugins/webhooks/index.js'
 import type { PlantStoreOptions } from './options.js'
 
 export type DeliveryOnlyOptions = Pick<PlantStoreOptions, 'store' | 'postgres' | 'wrapStore' | 'observeWebhooks'> &

@@ -1,14 +1,15 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
-import type { Authenticate } from '../plugins/auth.js'
+import type { Authenticate } from '../plugins/auth/index.js'
 import {
   AuthFailureLimitSchema, LoadSheddingOptionsSchema, RateLimitOptionsSchema, type LoadSheddingOptions, type RateLimitOptions, type WindowLimit
-} from '../plugins/limit-options.js'
-import { STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../stores/index.js'
-import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS, type OpenapiNames } from '../schemas/index.js'
+} from '../plugins/http/limit-options.js'
+import { STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../plugins/store/index.js'
+import type { OpenapiNames } from '../routes/openapi/names.js'
+import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { TOKEN_PATTERN } from '../schemas/protocol.js'
-import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../webhooks/config.js'
-import type { WebhookObserver } from '../webhooks/plugin.js'
+import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/settings.js'
+import type { WebhookObserver } from '../plugins/webhooks/index.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
@@ -151,7 +152,7 @@ export const OPTIONS_AJV_SCHEMA = JSON.parse(JSON.stringify(PlantStoreOptionsSch
   node?.type === 'function' ? { isFunction: true } : node)
 
 // Ajv (which the plugin loads anyway) checks the options; typebox/value would add ~100 ms of
-// module loading to every host's start-up. validateSchema: see plugins/validation.ts.
+// module loading to every host's start-up. validateSchema: see plugins/http/validation.ts.
 const optionsAjv = new Ajv({ allErrors: false, strict: false, validateSchema: false })
 optionsAjv.addKeyword({ keyword: 'isFunction', schemaType: 'boolean', validate: (_: boolean, data: unknown) => typeof data === 'function', errors: false })
 const validateOptions = optionsAjv.compile(OPTIONS_AJV_SCHEMA)

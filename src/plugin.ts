@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyPluginAsync, FastifySchema } from 'fastify'
-import auth from '../plugins/auth.js'
-import errorHandler, { handleNotFound } from '../plugins/error-handler.js'
-import jsonBody from '../plugins/json-body.js'
-import { trackMethods } from '../plugins/method-not-allowed.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
-import store from '../stores/index.js'
-import strictValidation from '../plugins/validation.js'
+import auth from '../plugins/auth/index.js'
+import errorHandler, { handleNotFound } from '../plugins/http/error-handler.js'
+import jsonBody from '../plugins/http/json-body.js'
+import { trackMethods } from '../plugins/http/method-not-allowed.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/http/limit-options.js'
+import store from '../plugins/store/index.js'
+import strictValidation from '../plugins/http/validation.js'
 import healthRoutes from '../routes/health.js'
 import plantRoutes from '../routes/plants.js'
-import { DEFAULT_MAX_TEXT_LENGTH, openapiNames } from '../schemas/index.js'
-import { checkDrivers } from './drivers.js'
+import { openapiNames } from '../routes/openapi/names.js'
+import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
+import { checkDrivers } from '../plugins/store/drivers.js'
 import { checkOptions, DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
 
 /**
@@ -59,7 +60,7 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
   // Loaded only when set: without webhooks no outbox table, worker or timer exists.
   if (options.webhooks) {
-    await fastify.register((await import('../webhooks/plugin.js')).default, {
+    await fastify.register((await import('../plugins/webhooks/index.js')).default, {
       webhooks: options.webhooks, observer: options.observeWebhooks, store: options.store, postgres: options.postgres
     })
   }
@@ -79,16 +80,16 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   await claim(fastify.register(async function authenticated (scope) {
     // First shed load, then authenticate, then count the request against its identity; the
     // optional parts are loaded only when asked for.
-    if (pressure) await scope.register((await import('../plugins/load-shedding.js')).default, pressure)
+    if (pressure) await scope.register((await import('../plugins/http/load-shedding.js')).default, pressure)
     await scope.register(auth, {
       tokens: options.tokens,
       authenticate: options.authenticate,
       // The host's authentication has limits of its own, if any: the plugin adds one only when asked.
       failureLimit: options.authFailureLimit ?? (options.authenticate === undefined && DEFAULT_AUTH_FAILURE_LIMIT)
     })
-    if (rateLimit) await scope.register((await import('../plugins/rate-limit.js')).default, rateLimit)
+    if (rateLimit) await scope.register((await import('../plugins/auth/rate-limit.js')).default, rateLimit)
     await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
-    if (options.webhooks) await scope.register((await import('../routes/webhooks.js')).default, { tag: names.plantsTag, securityScheme, hostAuth, config })
+    if (options.webhooks) await scope.register((await import('../routes/webhook-admin.js')).default, { tag: names.plantsTag, securityScheme, hostAuth, config })
   }), OTHER_PREFIX)
   await fastify.register(methodNotAllowed)
   // Unknown routes under the prefix are the host's, unless it hands them to the plugin. After the
@@ -108,12 +109,12 @@ export function swaggerReferenceName (json: { $id?: unknown }, _baseUri: unknown
 
 export default plantStore
 export { DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions, type PostgresOptions } from './options.js'
-export type { Authenticate, Identity } from '../plugins/auth.js'
-export type { LoadSheddingOptions, RateLimitOptions, WindowLimit } from '../plugins/limit-options.js'
-export { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/limit-options.js'
-export type { ListOptions, PgPool, PlantStore } from '../stores/index.js'
-export { PlantExistsError, StoreUnavailableError } from '../errors/index.js'
+export type { Authenticate, Identity } from '../plugins/auth/index.js'
+export type { LoadSheddingOptions, RateLimitOptions, WindowLimit } from '../plugins/http/limit-options.js'
+export { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/http/limit-options.js'
+export type { ListOptions, PgPool, PlantStore } from '../plugins/store/index.js'
+export { PlantExistsError, StoreUnavailableError } from '../plugins/http/errors.js'
 export type { ErrorBody, NewPlant, Plant } from '../schemas/index.js'
-export { DEFAULT_OPENAPI_NAMES, openapiDeclarations, openapiTags, securitySchemes, type OpenapiNames } from '../schemas/index.js'
-export { openapiWebhooks } from '../routes/webhook-docs.js'
+export { DEFAULT_OPENAPI_NAMES, openapiDeclarations, openapiTags, securitySchemes, type OpenapiNames } from '../routes/openapi/names.js'
+export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export type { PlantCreatedEvent, PlantDeletedEvent } from '../schemas/index.js'

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Test } from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { exitWithin, startServer, type EnvOverrides } from './server-process.js'
 
 const INT64_MIN = -9223372036854775808n

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
-import { PlantExistsError } from '../../errors/index.js'
-import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
+import { PlantExistsError } from '../../plugins/http/errors.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
 import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox
-} from '../../stores/outbox.js'
-import type { PlantStore } from '../../stores/types.js'
+} from '../../plugins/store/outbox.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 
 export type OutboxPlantStore = PlantStore & OutboxStore
 
@@ -33,7 +33,7 @@ const endpointsNamed = (...names: string[]) => names.map((name) => ENDPOINTS[nam
 const LONG_LEASE_MS = 60_000
 
 /**
- * The payloads of webhooks/payload.ts, recording the commit time each was made with (a store that
+ * The payloads of plugins/webhooks/delivery/payload.ts, recording the commit time each was made with (a store that
  * writes the plants' part itself asks for a commit's head instead: no id then).
  */
 function recordingPayloads () {
@@ -89,7 +89,7 @@ function attempt (delivery: ClaimedDelivery, fields: Partial<AttemptRecord> & Pi
 const retryIn = (ms: number) => ({ state: 'pending', dueAt: new Date(Date.now() + ms) } as const)
 
 /**
- * The outbox, as tests, for any store that keeps one (stores/outbox.ts): the memory,
+ * The outbox, as tests, for any store that keeps one (plugins/store/outbox.ts): the memory,
  * SQLite and PostgreSQL stores pass it. Everything goes through the WebhookOutbox interface.
  * One decision it fixes: an event is written only when some configured endpoint subscribes to
  * its type (a delete writes nothing when none asked for plant.deleted).

@@ -3,10 +3,10 @@ import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { ConfigSchema } from '../../service/config.js'
+import { ConfigSchema } from '../../service/config/index.js'
 
 /** The server entry, run as TypeScript source through the loaders tap gave this process. */
-export const SERVER_ENTRY = fileURLToPath(new URL('../../service/server.ts', import.meta.url))
+export const SERVER_ENTRY = fileURLToPath(new URL('../../service/entry-points/server.ts', import.meta.url))
 
 /**
  * Node's arguments for a child that runs TypeScript source: the loaders tap gave this process, less
@@ -94,7 +94,7 @@ export interface SpawnOptions {
 }
 
 /**
- * Spawns `node <loaders> service/server.ts` (or `node <args>`) with a clean environment, without
+ * Spawns `node <loaders> service/entry-points/server.ts` (or `node <args>`) with a clean environment, without
  * waiting for anything. At the test's teardown a child still running is stopped (SIGTERM, then
  * SIGKILL after TEARDOWN_GRACE ms).
  */

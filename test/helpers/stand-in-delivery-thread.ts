@@ -1,9 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads'
-import { listen } from '../../webhooks/doorbell.js'
-import type { FromThread, ThreadData, ToThread } from '../../webhooks/thread-messages.js'
+import { listen } from '../../plugins/webhooks/thread/doorbell.js'
+import type { FromThread, ThreadData, ToThread } from '../../plugins/webhooks/thread/messages.js'
 
 /**
- * A stand-in for webhooks/delivery-thread.ts that DeliveryThread starts in the tests: it tells two
+ * A stand-in for plugins/webhooks/thread/thread-entry.ts that DeliveryThread starts in the tests: it tells two
  * attempts (in one message) and one log line, then throws (`mode: 'throw'`), or keeps running and
  * ignores a stop (`mode: 'deaf'`), or stops when asked (`mode: 'obedient'`). It logs each wake-up the bell brings.
  */

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
-import type { WebhooksOptions } from '../../webhooks/config.js'
+import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
 
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { tokenChecker } from '../../plugins/auth.js'
+import { tokenChecker } from '../../plugins/auth/index.js'
 import { build, collectLogs, createPlant, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/app.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'

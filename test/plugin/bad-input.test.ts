@@ -1,5 +1,5 @@
 import t from 'tap'
-import { UnsupportedMediaTypeError } from '../../errors/index.js'
+import { UnsupportedMediaTypeError } from '../../plugins/http/errors.js'
 import { build, createPlant, storedPlants } from '../helpers/app.js'
 
 const INT64_RANGE = 'must be an integer from -9223372036854775808 to 9223372036854775807'

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { checkDriver, checkDrivers, DRIVER_MAJORS, peerRange } from '../../src/drivers.js'
+import { checkDriver, checkDrivers, DRIVER_MAJORS, peerRange } from '../../plugins/store/drivers.js'
 import plantStore from '../../src/plugin.js'
-import { StoreOpenError } from '../../stores/index.js'
+import { StoreOpenError } from '../../plugins/store/index.js'
 import packageJson from '../../package.json' with { type: 'json' }
 import { TOKEN } from '../helpers/app.js'
 

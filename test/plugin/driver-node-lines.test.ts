@@ -1,8 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { checkDriver, checkDrivers, driverMajorsOn, peerRange } from '../../src/drivers.js'
-import { StoreOpenError } from '../../stores/index.js'
+import { checkDriver, checkDrivers, driverMajorsOn, peerRange } from '../../plugins/store/drivers.js'
+import { StoreOpenError } from '../../plugins/store/index.js'
 import packageJson from '../../package.json' with { type: 'json' }
 
 /**

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
 import packageJson from '../../package.json' with { type: 'json' }
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
-import { MALFORMED_URL } from '../../plugins/error-handler.js'
-import { StoreUnavailableError } from '../../errors/index.js'
+import { MALFORMED_URL } from '../../plugins/http/error-handler.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { AUTH, build, collectLogs, createPlant, failingStore } from '../helpers/app.js'
 
 t.test('an unknown route is 404 in the Error shape', async (t) => {

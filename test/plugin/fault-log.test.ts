@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { reasonOf, ServiceOverloadedError, StoreUnavailableError } from '../../errors/index.js'
-import errorHandler from '../../plugins/error-handler.js'
+import { reasonOf, ServiceOverloadedError, StoreUnavailableError } from '../../plugins/http/errors.js'
+import errorHandler from '../../plugins/http/error-handler.js'
 import { collectLogs } from '../helpers/app.js'
 import { manualClock } from '../helpers/time.js'
 

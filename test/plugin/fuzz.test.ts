@@ -29,7 +29,7 @@ import { METHODS } from 'node:http'
 import fc from 'fast-check'
 import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import type { PlantStore } from '../../stores/types.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 import { AUTH, OTHER_TOKEN, TOKEN, build, storedPlants, type App } from '../helpers/app.js'
 
 // ---------------------------------------------------------------------------------------------

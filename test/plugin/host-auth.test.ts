@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import Fastify, { type FastifyRequest } from 'fastify'
 import t from 'tap'
-import { UnauthenticatedError } from '../../errors/index.js'
+import { UnauthenticatedError } from '../../plugins/http/errors.js'
 import plantStore, { openapiDeclarations, openapiTags, securitySchemes } from '../../src/plugin.js'
 import { TOKEN } from '../helpers/app.js'
 

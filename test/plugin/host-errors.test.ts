@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { INTERNAL_ERROR_MESSAGE } from '../../plugins/error-handler.js'
+import { INTERNAL_ERROR_MESSAGE } from '../../plugins/http/error-handler.js'
 import plantStore from '../../src/plugin.js'
 import { AUTH, TOKEN } from '../helpers/app.js'
 

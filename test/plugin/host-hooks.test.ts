@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t from 'tap'
-import { INTERNAL_ERROR_MESSAGE } from '../../plugins/error-handler.js'
+import { INTERNAL_ERROR_MESSAGE } from '../../plugins/http/error-handler.js'
 import plantStore from '../../src/plugin.js'
 import { AUTH, TOKEN } from '../helpers/app.js'
 

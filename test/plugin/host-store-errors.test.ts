@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { PlantExistsError, StoreUnavailableError, type PlantStore } from '../../src/plugin.js'
 import { AUTH, collectLogs, failingStore, JSON_TYPE, TOKEN } from '../helpers/app.js'
 

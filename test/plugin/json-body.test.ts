@@ -4,7 +4,7 @@ import fc from 'fast-check'
 import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import t from 'tap'
-import { exactInteger, InexactNumber, parseAnyJson, parseJsonBody, parsePlantBody } from '../../plugins/json-body.js'
+import { exactInteger, InexactNumber, parseAnyJson, parseJsonBody, parsePlantBody } from '../../plugins/http/json-body.js'
 import { build, createPlant, storedPlants } from '../helpers/app.js'
 
 const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 300)

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { MAX_JSON_DEPTH } from '../../errors/index.js'
-import { nestsDeeperThan, parseJsonBody } from '../../plugins/json-body.js'
+import { MAX_JSON_DEPTH } from '../../plugins/http/errors.js'
+import { nestsDeeperThan, parseJsonBody } from '../../plugins/http/json-body.js'
 import { AUTH, build, JSON_TYPE, storedPlants } from '../helpers/app.js'
 
 const TOO_DEEP = { error: 400, message: `Body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { meanLoopDelay } from '../../plugins/load-shedding.js'
+import { meanLoopDelay } from '../../plugins/http/load-shedding.js'
 import { assertCreateShed, build } from '../helpers/app.js'
 
 t.test('a sample with no delay measured at all (the loop blocked throughout) is the worst delay, not none', async (t) => {

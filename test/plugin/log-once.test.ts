@@ -1,6 +1,6 @@
 import t from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import { build, collectLogs, createPlant } from '../helpers/app.js'
 
 const PHRASE = 'The plant store is unavailable, try again later'

@@ -1,6 +1,6 @@
 import Fastify from 'fastify'
 import t from 'tap'
-import { METHOD_NOT_ALLOWED } from '../../plugins/method-not-allowed.js'
+import { METHOD_NOT_ALLOWED } from '../../plugins/http/method-not-allowed.js'
 import plantStore from '../../src/plugin.js'
 import { AUTH, build, TOKEN } from '../helpers/app.js'
 

@@ -1,8 +1,8 @@
 import type { InjectOptions } from 'fastify'
 import t from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import type { PlantStore } from '../../stores/types.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 import { AUTH, build, JSON_TYPE, type App } from '../helpers/app.js'
 
 async function documentOf (app: App) {

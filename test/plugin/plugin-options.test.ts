@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger'
 import Fastify from 'fastify'
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { PlantStoreOptionsError, securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
 import { TOKEN } from '../helpers/app.js'
 

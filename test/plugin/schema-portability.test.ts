@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import t from 'tap'
-import { ROUTE_NOT_FOUND } from '../../plugins/error-handler.js'
+import { ROUTE_NOT_FOUND } from '../../plugins/http/error-handler.js'
 import { AUTH, build, JSON_TYPE } from '../helpers/app.js'
 
 // An emoji is a surrogate pair: one code point to an engine with the `u` flag, two code units without it.

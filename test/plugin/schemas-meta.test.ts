@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { forAjv } from '../../plugins/validation.js'
+import { forAjv } from '../../plugins/http/validation.js'
 import { DEFAULT_MAX_TEXT_LENGTH, sharedSchemas, webhookEventSchemas } from '../../schemas/index.js'
 import { OPTIONS_AJV_SCHEMA } from '../../src/options.js'
 import plantStore from '../../src/plugin.js'

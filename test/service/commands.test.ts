@@ -6,9 +6,9 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { runCommand } from '../../service/commands.js'
-import { schemaSql } from '../../stores/postgres/schema-sql.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { runCommand } from '../../service/entry-points/commands.js'
+import { schemaSql } from '../../service/commands/schema-sql.js'
+import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 
 /** `runCommand(args)` with `env`: its exit code and what it wrote. */
 async function run (args: string[], env: NodeJS.ProcessEnv = {}) {

@@ -1,7 +1,7 @@
 import { request as httpRequest } from 'node:http'
 import { gunzipSync } from 'node:zlib'
 import t from 'tap'
-import { COMPRESS_THRESHOLD } from '../../service/compression.js'
+import { COMPRESS_THRESHOLD } from '../../service/edge/compression.js'
 import { AUTH, build, JSON_TYPE } from '../helpers/app.js'
 
 /** A GET over a real socket, its body as it crossed the wire (not decoded). */

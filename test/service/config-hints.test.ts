@@ -1,5 +1,5 @@
 import t from 'tap'
-import { configHints } from '../../service/config-hints.js'
+import { configHints } from '../../service/config/hints.js'
 import { startServer } from '../helpers/server-process.js'
 
 t.test('a misspelled setting and an unknown NODE_ENV each log one warning naming what was meant', async (t) => {

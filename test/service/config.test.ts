@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { appOptions } from '../../service/app.js'
-import { connectionLimit, loadConfig, openFilesLimit, readTokens, tokenlessLimit } from '../../service/config.js'
+import { connectionLimit, loadConfig, openFilesLimit, readTokens, tokenlessLimit } from '../../service/config/index.js'
 
 t.test('every setting has a default that starts the service on SQLite', async (t) => {
   t.same(loadConfig({}), {

@@ -1,11 +1,11 @@
 /**
- * What the server does with its connections (service/connections.ts), over real sockets: which one
+ * What the server does with its connections (service/edge/connections.ts), over real sockets: which one
  * makes room at the connection limit, what a silent one gets, and how each ends at shutdown.
  */
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import { listening, storedPlants, TOKEN, type App } from '../helpers/app.js'
 import { answers, client, type Client } from '../helpers/exchange.js'
 import { assertNewcomerMakesRoom } from '../helpers/make-room.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { METHOD_NOT_ALLOWED } from '../../plugins/method-not-allowed.js'
+import { METHOD_NOT_ALLOWED } from '../../plugins/http/method-not-allowed.js'
 import { AUTH, build } from '../helpers/app.js'
 
 const LISTED = 'https://app.example'

@@ -7,7 +7,7 @@
 import { once } from 'node:events'
 import { connect } from 'node:net'
 import t from 'tap'
-import { UNKNOWN_TRANSFER_CODING } from '../../service/http-protocol.js'
+import { UNKNOWN_TRANSFER_CODING } from '../../service/edge/http-protocol.js'
 import { exchange } from '../helpers/exchange.js'
 import { rawRequest } from '../helpers/server-process.js'
 import { listening, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import { build } from '../helpers/app.js'
 
 t.test('/healthz answers ok while the process runs', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { HOST_REPEATED } from '../../service/http-protocol.js'
+import { HOST_REPEATED } from '../../service/edge/http-protocol.js'
 import { build } from '../helpers/app.js'
 import { exchange } from '../helpers/exchange.js'
 

@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
-import { IGNORED_SIGNALS, ignoreSignals } from '../../service/ignored-signals.js'
+import { IGNORED_SIGNALS, ignoreSignals } from '../../service/entry-points/ignored-signals.js'
 
 t.test('each ignored signal is one line: on stderr before the log exists, in the log after', async (t) => {
   const before = IGNORED_SIGNALS.map((signal) => process.listeners(signal))

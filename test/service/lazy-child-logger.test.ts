@@ -1,6 +1,6 @@
 import Fastify, { LogController } from 'fastify'
 import t from 'tap'
-import { lazyChildLogger } from '../../service/lazy-child-logger.js'
+import { lazyChildLogger } from '../../service/observe/lazy-child-logger.js'
 import { build, collectLogs, createPlant } from '../helpers/app.js'
 
 t.test('a request\'s lines carry its request id, at every level the app logs', async (t) => {
@@ -71,7 +71,7 @@ t.test('a logger without isLevelEnabled is asked to log every line', async (t) =
 
 t.test('the service logs a failure with its request id', async (t) => {
   const { lines, logger } = collectLogs('info')
-  const store = { ...(await import('../../stores/memory/store.js')).createMemoryStore(), create: async () => { throw new Error('disk on fire') } }
+  const store = { ...(await import('../../plugins/store/memory/store.js')).createMemoryStore(), create: async () => { throw new Error('disk on fire') } }
   const { app } = await build(t, { store }, { logger })
   t.equal((await createPlant(app, { id: 1, name: 'n' })).statusCode, 500)
   t.match(lines, [{ level: 50, msg: 'request failed', reqId: String, err: { message: 'disk on fire' } }])

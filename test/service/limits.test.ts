@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { connectionOptions } from '../../service/app.js'
-import { loadConfig } from '../../service/config.js'
+import { loadConfig } from '../../service/config/index.js'
 import { assertCreateShed, build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
 import { exchange } from '../helpers/exchange.js'
 

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { openapiText } from '../../service/openapi.js'
+import { openapiText } from '../../service/entry-points/openapi.js'
 import { NODE_ARGS } from '../helpers/server-process.js'
 
 // The subtests are independent: the processes they run (npm, Redocly, Spectral) overlap.
@@ -20,7 +20,7 @@ t.test('the committed openapi.json is the document the running schemas generate'
 
 t.test('`npm run openapi` writes the document to the path it is given', async (t) => {
   const target = join(t.testdir(), 'openapi.json')
-  const { stdout } = await run(process.execPath, [...NODE_ARGS, join(ROOT, 'service', 'openapi.ts'), target])
+  const { stdout } = await run(process.execPath, [...NODE_ARGS, join(ROOT, 'service', 'entry-points', 'openapi.ts'), target])
   t.equal(stdout, `wrote ${target}\n`)
   t.equal(readFileSync(target, 'utf8'), readFileSync(COMMITTED, 'utf8'))
 })

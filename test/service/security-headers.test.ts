@@ -1,5 +1,5 @@
 import t from 'tap'
-import { API_HEADERS, helmetHeaders } from '../../service/security-headers.js'
+import { API_HEADERS, helmetHeaders } from '../../service/edge/security-headers.js'
 import { AUTH, build, createPlant } from '../helpers/app.js'
 
 // helmet's headers that only mean something for an HTML page, or over HTTPS.

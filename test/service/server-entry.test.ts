@@ -1,11 +1,11 @@
 /**
- * The service's entry (service/server.ts) as an operator runs it: a command (test/service/commands
+ * The service's entry (service/entry-points/server.ts) as an operator runs it: a command (test/service/commands
  * has them all) instead of the service, a production start without tokens refused, a delivery-only start that
  * needs none. test/system/server-process.test.ts has the rest.
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { schemaSql } from '../../stores/postgres/schema-sql.js'
+import { schemaSql } from '../../service/commands/schema-sql.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { exitWithin, linesOf, runEntry, spawnServer, startServer, START_TIMEOUT } from '../helpers/server-process.js'
 import { webhookEnv } from '../helpers/webhook-crash.js'

@@ -1,11 +1,11 @@
 /**
- * Connections without a verified token hold at most their share of the slots (service/connections.ts),
+ * Connections without a verified token hold at most their share of the slots (service/edge/connections.ts),
  * over real sockets: beyond it, a new connection closes a stranger's that may go; when none may,
  * a tokenless request on the new one is answered 503 at once, and a request with a token is served.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import { listening, TOKEN } from '../helpers/app.js'
 import { client } from '../helpers/exchange.js'
 import { settlesWithin } from '../helpers/time.js'

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { loadConfig, trustProxy } from '../../service/config.js'
+import { loadConfig, trustProxy } from '../../service/config/index.js'
 import { AUTH, build } from '../helpers/app.js'
 import { startServer } from '../helpers/server-process.js'
 

@@ -5,8 +5,8 @@
  */
 import { Registry } from 'prom-client'
 import t from 'tap'
-import type { EndpointState, EndpointStats, WebhookOutbox } from '../../stores/outbox.js'
-import { OUTBOX_READING_MAX_AGE, webhookMetrics } from '../../service/webhook-metrics.js'
+import type { EndpointState, EndpointStats, WebhookOutbox } from '../../plugins/store/outbox.js'
+import { OUTBOX_READING_MAX_AGE, webhookMetrics } from '../../service/observe/webhook-metrics.js'
 
 /** An outbox whose reads are counted, answering `pending` for one endpoint, or failing. */
 function countedOutbox () {

@@ -2,9 +2,9 @@ import { performance } from 'node:perf_hooks'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import { SortedIds } from '../../stores/memory/sorted-ids.js'
-import type { PlantStore } from '../../stores/types.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import { SortedIds } from '../../plugins/store/memory/sorted-ids.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 import { median } from '../helpers/time.js'
 
 const FILLED = 400_000

@@ -1,8 +1,8 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import { openPostgresStore } from '../../stores/postgres/store.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import { openPostgresStore } from '../../plugins/store/postgres/store.js'
+import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 import { outboxContract } from '../helpers/outbox-contract.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
 

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import t from 'tap'
-import { locateFailure, isSettingError } from '../../stores/postgres/failures.js'
+import { locateFailure, isSettingError } from '../../plugins/store/postgres/failures.js'
 
 // The faults themselves are made on a real server in postgres-faults.test.ts and
 // store-contract.test.ts; these are the answers no fault made there reaches reliably.

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { openPostgresStore } from '../../stores/postgres/store.js'
+import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 
 const pgSkip = await postgresSkip()

@@ -11,7 +11,7 @@ import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
 import { assertRefusedOnceBroken, ownedByAnotherRole, getPlant, readiness, servedWithTableLog } from '../helpers/postgres-table.js'
 import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
-import { shapeProblems, type TableShape } from '../../stores/postgres/table.js'
+import { shapeProblems, type TableShape } from '../../plugins/store/postgres/table.js'
 
 const pgSkip = await postgresSkip()
 

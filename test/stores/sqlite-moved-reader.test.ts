@@ -6,8 +6,8 @@ import { existsSync, renameSync } from 'node:fs'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 
 t.test('moved while a reader holds an older snapshot: the -wal goes beside the moved file, which holds every plant', async (t) => {
   const dir = t.testdir()

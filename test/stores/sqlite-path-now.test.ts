@@ -1,7 +1,7 @@
 import { closeSync, openSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { pathNow } from '../../stores/sqlite/moved.js'
+import { pathNow } from '../../plugins/store/sqlite/moved.js'
 
 // pathNow finds where a file this process holds open is now, through /proc/self/fd.
 const folder = t.testdir()

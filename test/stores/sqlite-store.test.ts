@@ -2,13 +2,13 @@ import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } fr
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { openStore } from '../../stores/index.js'
-import { openSqliteStore, WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { openStore } from '../../plugins/store/index.js'
+import { openSqliteStore, WAL_LIMIT_BYTES } from '../../plugins/store/sqlite/store.js'
 import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
 import { storedSqliteIds } from '../helpers/sqlite-ids.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 t.test('the file is created on first start, in WAL mode with fsync on every commit', async (t) => {
   const file = join(t.testdir(), 'plants.db')

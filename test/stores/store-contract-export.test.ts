@@ -1,8 +1,8 @@
 import t from 'tap'
-import { storeContract } from '../../stores/contract.js'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import type { PlantStore } from '../../stores/types.js'
+import { storeContract } from '../../plugins/store/contract.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 
 /** Runs the contract on stores from `open`; resolves the names of the tests that failed. */
 async function failuresOf (open: () => Promise<PlantStore>, withOutage = false): Promise<string[]> {

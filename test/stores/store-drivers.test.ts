@@ -1,5 +1,5 @@
 import t from 'tap'
-import { loadDriver, StoreOpenError } from '../../stores/index.js'
+import { loadDriver, StoreOpenError } from '../../plugins/store/index.js'
 
 t.test('a store driver that is not installed is an open error naming the package to install', async (t) => {
   const error = await loadDriver('no-such-driver', () => import('no-such-driver' as string)).catch((error: Error) => error)
@@ -15,6 +15,6 @@ t.test('any other failure to load a store module is passed on as it is', async (
 })
 
 t.test('an installed driver loads', async (t) => {
-  const module = await loadDriver('pg', () => import('../../stores/postgres/store.js'))
+  const module = await loadDriver('pg', () => import('../../plugins/store/postgres/store.js'))
   t.type(module.openPostgresStore, 'function')
 })

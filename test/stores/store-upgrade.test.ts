@@ -6,12 +6,12 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { openStore } from '../../stores/index.js'
-import type { OutboxStore } from '../../stores/outbox.js'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
+import { openStore } from '../../plugins/store/index.js'
+import type { OutboxStore } from '../../plugins/store/outbox.js'
+import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const OUTBOX = {
   endpoints: [{ name: 'e', events: ['plant.created' as const] }],

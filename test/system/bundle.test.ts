@@ -20,7 +20,7 @@ t.test('the bundled server answers plants on SQLite, delivers their events from 
     rmSync(outdir, { recursive: true, force: true })
     rmSync(data, { recursive: true, force: true })
   })
-  execFileSync(process.execPath, ['scripts/bundle.mjs', '--entry', 'service/server.ts', '--outdir', outdir], { cwd: ROOT })
+  execFileSync(process.execPath, ['scripts/bundle.mjs', '--entry', 'service/entry-points/server.ts', '--outdir', outdir], { cwd: ROOT })
   const receiver = await slowReceiver(t, 0)
   const server = await startServer(t, {
     DATABASE_URL: `sqlite:${join(data, 'plants.db')}`,

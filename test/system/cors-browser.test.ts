@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { ConfigError, corsOrigins, loadConfig } from '../../service/config.js'
+import { ConfigError, corsOrigins, loadConfig } from '../../service/config/index.js'
 import { build, TOKEN } from '../helpers/app.js'
 import { BROWSER_TIMEOUT, launchChromium, skipWithoutChromium } from '../helpers/chromium.js'
 

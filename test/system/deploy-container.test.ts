@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { ConfigSchema } from '../../service/config.js'
+import { ConfigSchema } from '../../service/config/index.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import t from 'tap'
 import { parse } from 'yaml'
-import { ConfigSchema } from '../../service/config.js'
+import { ConfigSchema } from '../../service/config/index.js'
 
 interface Manifest {
   spec: {

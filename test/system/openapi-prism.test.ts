@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import type { PlantStore } from '../../stores/types.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import type { PlantStore } from '../../plugins/store/types.js'
 import { build, TOKEN } from '../helpers/app.js'
 
 /**

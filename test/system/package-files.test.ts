@@ -10,29 +10,29 @@ import t from 'tap'
 import packageJson from '../../package.json' with { type: 'json' }
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const SHIPPED_FOLDERS = ['src', 'errors', 'plugins', 'routes', 'schemas', 'stores', 'webhooks', 'client']
+// The plugin's four folders and the client; the service's own modules live outside them. Of src/,
+// the plugin's faces: not the service's door (src/service-api.ts) and what only it reaches.
+const SHIPPED_FOLDERS = ['src', 'plugins', 'routes', 'schemas', 'client']
+const SHIPPED_FACES = ['src/plugin', 'src/options']
 const SERVICE_ONLY = ['service', 'bench', 'test']
 
-// Modules in shipped folders that only the service uses (test:host checks no export reaches them).
-const SERVICE_DOORS = ['src/service-api', 'src/delivery-only', 'stores/postgres/schema-sql', 'stores/sqlite/backup']
-
-t.test('package.json files is the short positive list of the shipped folders, less the service\'s own modules in them', async (t) => {
+t.test('package.json files is a positive list: the plugin\'s faces and folders, the client; no exclusion', async (t) => {
   t.same(packageJson.files, [
-    ...SHIPPED_FOLDERS.map((folder) => `dist/${folder}`),
-    ...SERVICE_DOORS.map((module) => `!dist/${module}.*`)
+    ...SHIPPED_FACES.map((face) => `dist/${face}.*`),
+    ...SHIPPED_FOLDERS.filter((folder) => folder !== 'src').map((folder) => `dist/${folder}`)
   ])
 })
 
 t.test('npm would pack the plugin, the stores and the client, and nothing of the service', async (t) => {
-  t.ok(existsSync(join(ROOT, 'dist/service/server.js')), 'dist/ is built (npm install builds it), service included')
+  t.ok(existsSync(join(ROOT, 'dist/service/entry-points/server.js')), 'dist/ is built (npm install builds it), service included')
   const [{ files }] = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], {
     cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore']
   })) as Array<{ files: Array<{ path: string }> }>
   const paths = files.map(({ path }) => path)
   const outside = paths.filter((path) => !['package.json', 'README.md', 'LICENSE'].includes(path) &&
-    !SHIPPED_FOLDERS.some((folder) => path.startsWith(`dist/${folder}/`)))
-  t.same(outside, [], 'every packed file is in a shipped folder')
-  t.same(paths.filter((path) => SERVICE_DOORS.some((module) => path.startsWith(`dist/${module}.`))), [], 'none of the service\'s own modules')
+    !SHIPPED_FOLDERS.some((folder) => folder !== 'src' && path.startsWith(`dist/${folder}/`)) &&
+    !SHIPPED_FACES.some((face) => path.startsWith(`dist/${face}.`)))
+  t.same(outside, [], 'every packed file is in a shipped folder: none of the service\'s own modules')
   for (const target of Object.values(packageJson.exports).flatMap((entry) => typeof entry === 'string' ? [] : [entry.default, entry.types])) {
     t.ok(paths.includes(target.replace(/^\.\//, '')), `${target} is packed`)
   }

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { WAL_LIMIT_BYTES } from '../../stores/sqlite/store.js'
+import { WAL_LIMIT_BYTES } from '../../plugins/store/sqlite/store.js'
 import { plantBody, pool, send } from '../helpers/load.js'
 import { exitWithin, startServer } from '../helpers/server-process.js'
 

@@ -5,7 +5,7 @@ import { exitWithin, spawnServer, startServer } from '../helpers/server-process.
 import { plantBody } from '../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
-import { schemaSql } from '../../stores/postgres/schema-sql.js'
+import { schemaSql } from '../../service/commands/schema-sql.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { storedIds, TOKEN, webhookEnv } from '../helpers/webhook-crash.js'
 import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'

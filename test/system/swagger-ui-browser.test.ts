@@ -30,7 +30,7 @@ async function run (page: Page, method: string, path: string, body?: string) {
   const operation = operationBlock(page, method, path)
   const summary = operation.locator('.opblock-summary').first()
   if (!await operation.locator('.opblock-body').isVisible()) await summary.click()
-  // service/docs.ts sets tryItOutEnabled, so an operation opens in Try-it-out mode already: its first
+  // service/docs/index.ts sets tryItOutEnabled, so an operation opens in Try-it-out mode already: its first
   // button then reads "Cancel", and clicking it would switch the mode off.
   const tryItOut = operation.locator('.try-out__btn').first()
   await tryItOut.waitFor({ state: 'visible' })

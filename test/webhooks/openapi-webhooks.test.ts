@@ -6,8 +6,8 @@ import t from 'tap'
 import { parseExactJson } from '../../client/exact-json.js'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import plantStore, { openapiWebhooks, securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../webhooks/payload.js'
-import { messageId, webhookHeaders } from '../../webhooks/signing.js'
+import { plantCreatedPayload, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
+import { messageId, webhookHeaders } from '../../plugins/webhooks/delivery/signing.js'
 import { build, TOKEN } from '../helpers/app.js'
 
 const HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature']

@@ -7,11 +7,11 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { Registry } from 'prom-client'
 import t from 'tap'
-import { webhookMetrics } from '../../service/webhook-metrics.js'
-import { catchUpCheckpoint, CHECKPOINT_PASSES, openSqliteStore } from '../../stores/sqlite/store.js'
-import { DeliveryThread } from '../../webhooks/thread-host.js'
+import { webhookMetrics } from '../../service/observe/webhook-metrics.js'
+import { catchUpCheckpoint, CHECKPOINT_PASSES, openSqliteStore } from '../../plugins/store/sqlite/store.js'
+import { DeliveryThread } from '../../plugins/webhooks/thread/host-side.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const STAND_IN = new URL('../helpers/stand-in-delivery-thread.ts', import.meta.url)
 const log = { warn () {}, info () {}, error () {} }

@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { appOptions } from '../../service/app.js'
-import { ConfigError, loadConfig, readWebhooks } from '../../service/config.js'
+import { ConfigError, loadConfig, readWebhooks } from '../../service/config/index.js'
 import { checkOptions } from '../../src/options.js'
-import { resolveWebhooks } from '../../webhooks/config.js'
+import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
 import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
 
 const secret = (bytes = 32) => `whsec_${randomBytes(bytes).toString('base64')}`

@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { deliveryEntry, DeliveryThread } from '../../webhooks/thread-host.js'
+import { deliveryEntry, DeliveryThread } from '../../plugins/webhooks/thread/host-side.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
 const STAND_IN = new URL('../helpers/stand-in-delivery-thread.ts', import.meta.url)
@@ -90,12 +90,12 @@ t.test('a stop while the thread waits to be started again ends the wait', async 
 })
 
 t.test('the thread\'s module: beside the host (compiled or source), else the bundle\'s dist/webhook-delivery.mjs', async (t) => {
-  const dir = t.testdir({ compiled: { 'delivery-thread.js': '' }, dist: { chunks: {}, 'webhook-delivery.mjs': '' }, none: {} })
-  t.equal(deliveryEntry(pathToFileURL(join(dir, 'compiled/thread-host.js')).href).pathname, join(dir, 'compiled/delivery-thread.js'))
+  const dir = t.testdir({ compiled: { 'thread-entry.js': '' }, dist: { chunks: {}, 'webhook-delivery.mjs': '' }, none: {} })
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'compiled/host-side.js')).href).pathname, join(dir, 'compiled/thread-entry.js'))
   t.equal(deliveryEntry(pathToFileURL(join(dir, 'dist/chunks/plugin-X.mjs')).href).pathname, join(dir, 'dist/webhook-delivery.mjs'))
   t.equal(deliveryEntry(pathToFileURL(join(dir, 'dist/server.mjs')).href).pathname, join(dir, 'dist/webhook-delivery.mjs'))
-  t.equal(deliveryEntry(pathToFileURL(join(dir, 'none/thread-host.js')).href).pathname, join(dir, 'none/delivery-thread.js'), 'none found: the first, whose failure is logged')
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'none/host-side.js')).href).pathname, join(dir, 'none/thread-entry.js'), 'none found: the first, whose failure is logged')
   mkdirSync(join(dir, 'source'))
-  writeFileSync(join(dir, 'source/delivery-thread.ts'), '')
-  t.equal(deliveryEntry(pathToFileURL(join(dir, 'source/thread-host.ts')).href).pathname, join(dir, 'source/delivery-thread.ts'))
+  writeFileSync(join(dir, 'source/thread-entry.ts'), '')
+  t.equal(deliveryEntry(pathToFileURL(join(dir, 'source/host-side.ts')).href).pathname, join(dir, 'source/thread-entry.ts'))
 })

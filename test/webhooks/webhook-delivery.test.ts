@@ -5,7 +5,7 @@ import { startReceiver } from '../helpers/receiver.js'
 import { median } from '../helpers/time.js'
 import { eventually, newSecret, verifyDelivery, webhooksFor } from '../helpers/webhooks.js'
 import { parseExactJson } from '../../client/exact-json.js'
-import { createMemoryStore } from '../../stores/memory/store.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 
 const INT64_MAX = 2n ** 63n - 1n
 const INT64_MIN = -(2n ** 63n)
@@ -283,7 +283,7 @@ t.test('SSRF: an endpoint on loopback without the allow-list is blocked; nothing
 })
 
 t.test('a store of the host\'s own without an outbox: the webhooks option is refused at registration', async (t) => {
-  const { createMemoryStore } = await import('../../stores/memory/store.js')
+  const { createMemoryStore } = await import('../../plugins/store/memory/store.js')
   const { openOutbox, ...withoutOutbox } = createMemoryStore()
   t.ok(openOutbox)
   await t.rejects(build(t, { store: withoutOutbox, webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }),

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { listen, newBell, ring } from '../../webhooks/doorbell.js'
+import { listen, newBell, ring } from '../../plugins/webhooks/thread/doorbell.js'
 import { eventually } from '../helpers/webhooks.js'
 
 // The delivery thread's side and the API thread's side of the bell, here in one thread: the same atomics.

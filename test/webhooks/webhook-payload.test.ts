@@ -1,6 +1,6 @@
 import t from 'tap'
 import { PlantCreatedEventSchema, PlantDeletedEventSchema } from '../../schemas/webhook-events.js'
-import { plantCreatedHead, plantCreatedPayload, plantCreatedTail, plantDeletedPayload } from '../../webhooks/payload.js'
+import { plantCreatedHead, plantCreatedPayload, plantCreatedTail, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
 
 const AT = new Date('2026-11-24T00:20:00.123Z')
 

@@ -7,11 +7,11 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import t from 'tap'
-import { openSqliteStore } from '../../stores/sqlite/store.js'
-import { resolveWebhooks } from '../../webhooks/config.js'
-import { DeliveryWorker } from '../../webhooks/worker.js'
+import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
+import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
+import { DeliveryWorker } from '../../plugins/webhooks/delivery/worker.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 // More than the 10,000 an hourly run of one batch once removed: 48 batches of 250.
 const EVENTS = 12_000

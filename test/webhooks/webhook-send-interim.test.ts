@@ -2,8 +2,8 @@ import { once } from 'node:events'
 import { connect, createServer as createNetServer, type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { startReceiver } from '../helpers/receiver.js'
-import { parseNetworks } from '../../webhooks/config.js'
-import { EndpointSender, MAX_INTERIM_RESPONSES } from '../../webhooks/send.js'
+import { parseNetworks } from '../../plugins/webhooks/settings.js'
+import { EndpointSender, MAX_INTERIM_RESPONSES } from '../../plugins/webhooks/delivery/attempt.js'
 import { startFlood } from '../helpers/flood-receiver.js'
 
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { parseNetworks } from '../../webhooks/config.js'
-import { BACKOFF_MS, jittered, nextWait, retryAfterMs } from '../../webhooks/schedule.js'
-import { EndpointSender } from '../../webhooks/send.js'
+import { parseNetworks } from '../../plugins/webhooks/settings.js'
+import { BACKOFF_MS, jittered, nextWait, retryAfterMs } from '../../plugins/webhooks/delivery/schedule.js'
+import { EndpointSender } from '../../plugins/webhooks/delivery/attempt.js'
 import { startReceiver } from '../helpers/receiver.js'
 
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { truncateSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { loadConfig, MAX_SETTING_FILE_BYTES, readWebhooks } from '../../service/config.js'
+import { loadConfig, MAX_SETTING_FILE_BYTES, readWebhooks } from '../../service/config/index.js'
 import { checkOptions } from '../../src/options.js'
 import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
 

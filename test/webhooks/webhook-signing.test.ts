@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto'
 import t from 'tap'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
-import { secretKey } from '../../webhooks/config.js'
-import { messageId, webhookHeaders } from '../../webhooks/signing.js'
+import { secretKey } from '../../plugins/webhooks/settings.js'
+import { messageId, webhookHeaders } from '../../plugins/webhooks/delivery/signing.js'
 
 const secret = () => `whsec_${randomBytes(32).toString('base64')}`
 // A body whose id no float can hold: it must verify and stay exact as raw text.

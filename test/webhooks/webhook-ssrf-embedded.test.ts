@@ -1,7 +1,7 @@
 import t from 'tap'
-import { parseNetworks } from '../../webhooks/config.js'
-import { EndpointSender } from '../../webhooks/send.js'
-import { isAllowedAddress } from '../../webhooks/ssrf.js'
+import { parseNetworks } from '../../plugins/webhooks/settings.js'
+import { EndpointSender } from '../../plugins/webhooks/delivery/attempt.js'
+import { isAllowedAddress } from '../../plugins/webhooks/delivery/ssrf.js'
 import { startReceiver } from '../helpers/receiver.js'
 
 // Every IPv6 form that carries an IPv4 address is judged by the rules of that IPv4 address: a

@@ -2,8 +2,8 @@ import { request, createServer } from 'node:http'
 import { once } from 'node:events'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
-import { parseNetworks } from '../../webhooks/config.js'
-import { BlockedAddressError, checkLiteralHost, guardedLookup, isAllowedAddress } from '../../webhooks/ssrf.js'
+import { parseNetworks } from '../../plugins/webhooks/settings.js'
+import { BlockedAddressError, checkLiteralHost, guardedLookup, isAllowedAddress } from '../../plugins/webhooks/delivery/ssrf.js'
 
 const LOOPBACK = parseNetworks(['127.0.0.0/8', '::1'], 'test')
 

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { StoreUnavailableError } from '../../errors/index.js'
-import { openPostgresStore } from '../../stores/postgres/store.js'
-import { resolveWebhooks } from '../../webhooks/config.js'
-import { DeliveryWorker } from '../../webhooks/worker.js'
+import { StoreUnavailableError } from '../../plugins/http/errors.js'
+import { openPostgresStore } from '../../plugins/store/postgres/store.js'
+import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
+import { DeliveryWorker } from '../../plugins/webhooks/delivery/worker.js'
 import { downFor, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const pgSkip = await postgresSkip()
 

@@ -5,14 +5,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { createMemoryStore } from '../../stores/memory/store.js'
-import type { AttemptRecord } from '../../stores/outbox.js'
-import { resolveWebhooks } from '../../webhooks/config.js'
-import { BACKOFF_MS } from '../../webhooks/schedule.js'
-import { DeliveryWorker } from '../../webhooks/worker.js'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
+import type { AttemptRecord } from '../../plugins/store/outbox.js'
+import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
+import { BACKOFF_MS } from '../../plugins/webhooks/delivery/schedule.js'
+import { DeliveryWorker } from '../../plugins/webhooks/delivery/worker.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { eventPayloads } from '../../webhooks/wiring.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 type Responder = NonNullable<Parameters<typeof startReceiver>[1]>
 

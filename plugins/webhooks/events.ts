@@ -1,0 +1,104 @@
+import type { FastifyBaseLogger } from 'fastify'
+import type { OutboxOpener, PgPool, PlantStore } from '../store/index.js'
+import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
+import type { WebhooksConfig, WebhooksOptions } from './settings.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from './delivery/payload.js'
+import { messageId } from './delivery/signing.js'
+import type { WebhookTracing } from './delivery/tracing.js'
+import { DeliveryThread, type Delivery } from './thread/host-side.js'
+import { DeliveryWorker } from './delivery/worker.js'
+
+/** What the service's metrics learn of webhooks. */
+export interface WebhookObserver {
+  /** Events written, by type, as their commits succeed. */
+  event (type: OutboxEventType, count: number): void
+  attempt (endpoint: string, outcome: AttemptOutcome, seconds: number): void
+  /**
+   * Attempts of one endpoint and outcome at once, the duration of each (a delivery thread tells
+   * them in batches): one call instead of one `attempt` each. Without it, `attempt` is called for each.
+   */
+  attempts? (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array): void
+  /** The outbox, read when metrics are scraped. */
+  outbox (outbox: WebhookOutbox): void
+  /** Traces: each event keeps its create's trace context, each attempt has a span linked to it. */
+  tracing?: WebhookTracing | undefined
+}
+
+/** What the store writes for each event, inside the plant's own transaction. */
+export const eventPayloads: EventPayloads = {
+  created: (plant, at) => plantCreatedPayload(plant, at),
+  createdHead: (at) => plantCreatedHead(at),
+  deleted: (id, at) => plantDeletedPayload(id, at),
+  messageId
+}
+
+/** The outbox's options for these settings; `committed` is told of each commit that wrote events. */
+export const outboxOptions = (config: WebhooksConfig, committed?: OutboxOptions['committed']): OutboxOptions => ({
+  endpoints: config.endpoints.map(({ name, events }) => ({ name, events })),
+  payloads: eventPayloads,
+  ...(committed && { committed })
+})
+
+/** Where delivery runs: `thread` needs a store the thread can open by its URL (SQLite, PostgreSQL). */
+export interface DeliverySource {
+  webhooks: WebhooksOptions
+  store: string | PgPool | PlantStore
+  postgres?: Record<string, unknown> | undefined
+}
+
+const NO_DELIVERY: Delivery = { start () {}, wake () {}, pause () {}, stop: async () => {} }
+
+/** A store the thread can open on its own: a file or a database, not the memory of this thread, a pool or an object. */
+const opensInThread = (store: DeliverySource['store']): store is string =>
+  typeof store === 'string' && /^(sqlite:|postgres(ql)?:\/\/)/.test(store)
+
+/**
+ * The route of an event, end to end:
+ * 1. store commit: a create or delete writes its events into the outbox in the same commit (payloads);
+ * 2. outbox: once that commit succeeds, `committed` runs;
+ * 3. wake-up: `committed` wakes the delivery (rings its thread's doorbell) instead of it waiting for its next poll;
+ *    with delivery 'off', it announces the commit to the delivering instances of the store (PostgreSQL's NOTIFY), which listen;
+ * 4. delivery: the worker claims due events from the outbox and sends them (delivery/worker.ts, delivery/attempt.ts),
+ *    in its thread (thread/thread-side.ts; with tracing, its spans made there) or, with the memory
+ *    store or a store object, on this event loop;
+ * 5. outcome recorded: it writes each attempt's outcome back to the outbox (record, release).
+ */
+export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
+Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
+  const { store, postgres, webhooks } = source
+  const where = webhooks.delivery ?? 'thread'
+  const inThread = where === 'thread' && opensInThread(store)
+  // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
+  const wake = { delivery: NO_DELIVERY }
+  const outbox = await open({
+    ...outboxOptions(config, (type, count) => {
+      observer?.event(type, count)
+      wake.delivery.wake()
+    }),
+    ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
+    // The thread's own connection checkpoints a SQLite log.
+    ...(inThread && { checkpointedElsewhere: true })
+  })
+  const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
+  if (where === 'off') {
+    // Delivered elsewhere: the commits, and what an admin route makes due, are announced to the
+    // delivering instances of a store that can tell them (PostgreSQL); others find them at their next poll.
+    const announce = outbox.announce?.bind(outbox)
+    if (announce !== undefined) wake.delivery = { ...NO_DELIVERY, wake: announce }
+  } else {
+    const tracing = observer?.tracing
+    if (inThread) {
+      // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.
+      const traced = tracing?.thread
+      if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
+      const onAttempts = observer?.attempts?.bind(observer)
+      wake.delivery = new DeliveryThread({
+        data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, onAttempt, ...(onAttempts && { onAttempts })
+      })
+    } else {
+      wake.delivery = new DeliveryWorker({ outbox, config, log, onAttempt, tracing })
+    }
+  }
+  observer?.outbox(outbox)
+  return { outbox, delivery: wake.delivery }
+}

@@ -1,0 +1,139 @@
+import { existsSync } from 'node:fs'
+import { Worker } from 'node:worker_threads'
+import type { AttemptOutcome } from '../../store/outbox.js'
+import { newBell, ring } from './doorbell.js'
+import type { DeliveryThreadData, FromThread, ThreadData, ToThread } from './messages.js'
+
+export interface ThreadLog {
+  warn (object: object, message: string): void
+  info (object: object, message: string): void
+  error (object: object, message: string): void
+}
+
+/** What the plugin runs, on the event loop (DeliveryWorker) or in a thread (DeliveryThread). */
+export interface Delivery {
+  start (): void
+  /** Told after each commit that wrote events. */
+  wake (): void
+  /** Stops claiming. */
+  pause (): void
+  /** Lets attempts in flight finish within `drainMs`, hands the rest back, and stops. */
+  stop (drainMs: number): Promise<void>
+}
+
+export interface DeliveryThreadOptions {
+  data: DeliveryThreadData
+  log: ThreadLog
+  onAttempt: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
+  /** Told instead of `onAttempt`, when given: the attempts of one endpoint and outcome in a message, at once. */
+  onAttempts?: (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array) => void
+  /** The thread's module (tests start others). */
+  entry?: URL
+  /** The wait before the first restart, doubled at each restart up to `restartMaxMs`. */
+  restartMs?: number
+  /** The longest wait; a thread that ran this long is restarted after `restartMs` again. */
+  restartMaxMs?: number
+  /** Beyond drainMs, the time the thread gets to write its results and close its store before it is ended. */
+  stopMarginMs?: number
+}
+
+const RESTART_MS = 500
+const RESTART_MAX_MS = 30_000
+const STOP_MARGIN_MS = 2000
+
+/**
+ * A thread's module, started by file name: `beside` the module `here` when compiled (.js) or run
+ * from source (.ts), in its extension; the bundled server (dist/server.mjs and its chunks) has it
+ * as dist/<bundled>.mjs.
+ */
+export function threadModule (here: string, beside: (extension: string) => URL, bundled: string): URL {
+  const extension = /\.[cm]?[jt]s$/.exec(new URL(here).pathname)![0]
+  const candidates = [beside(extension), new URL(`./${bundled}.mjs`, here), new URL(`../${bundled}.mjs`, here)]
+  return candidates.find((candidate) => existsSync(candidate)) ?? candidates[0]
+}
+
+/** The delivery thread's module (thread-entry.ts; dist/webhook-delivery.mjs in the bundle). */
+export const deliveryEntry = (here = import.meta.url): URL =>
+  // Written out whole: the package's module check (scripts/test-host.mjs) follows it.
+  threadModule(here, (extension) => new URL(`./thread-entry${extension}`, here), 'webhook-delivery')
+
+/**
+ * Runs delivery in a worker_threads worker of this process, with its own connection to the store:
+ * the claims, signing, sending, answers and results never hold the event loop that serves HTTP.
+ * A thread that fails or exits is logged and started again, after a wait that doubles each time.
+ */
+export class DeliveryThread implements Delivery {
+  private worker?: Worker | undefined
+  private restart?: NodeJS.Timeout
+  private restartMs: number
+  private startedAt = 0
+  private failure?: Error | undefined
+  // Rung after each commit that wrote events: shared memory, kept across restarts of the thread.
+  private readonly bell = newBell()
+  private stopping = false
+  private exited?: Promise<void>
+
+  constructor (private readonly options: DeliveryThreadOptions) {
+    this.restartMs = options.restartMs ?? RESTART_MS
+  }
+
+  start (): void {
+    const workerData: ThreadData = { ...this.options.data, bell: this.bell }
+    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
+    // The thread never holds the process open: stop() holds it while the thread drains.
+    worker.unref()
+    this.startedAt = Date.now()
+    this.failure = undefined
+    worker.on('message', (message: FromThread) => this.receive(message))
+    worker.on('error', (error) => { this.failure = error })
+    this.exited = new Promise((resolve) => worker.once('exit', (code) => {
+      this.worker = undefined
+      resolve()
+      if (!this.stopping) this.restartAfter(code)
+    }))
+  }
+
+  private restartAfter (code: number): void {
+    const { restartMs = RESTART_MS, restartMaxMs = RESTART_MAX_MS } = this.options
+    if (Date.now() - this.startedAt >= restartMaxMs) this.restartMs = restartMs
+    const wait = this.restartMs
+    this.restartMs = Math.min(2 * wait, restartMaxMs)
+    this.options.log.error({ err: this.failure, exitCode: code, restartInMs: wait },
+      'webhooks: the delivery thread stopped; starting it again (deliveries wait in the outbox meanwhile)')
+    this.restart = setTimeout(() => this.start(), wait).unref()
+  }
+
+  private receive (message: FromThread): void {
+    if (message.kind === 'log') return this.options.log[message.level](message.object, message.message)
+    const { onAttempt, onAttempts } = this.options
+    for (const [endpoint, outcome, seconds] of message.attempts) {
+      if (onAttempts) onAttempts(endpoint, outcome, seconds)
+      else for (const each of seconds) onAttempt(endpoint, outcome, each)
+    }
+  }
+
+  private post (message: ToThread): void {
+    this.worker?.postMessage(message)
+  }
+
+  /** Tells the thread of a commit: an atomic add, and a notification only when the thread waits for one (doorbell.ts). */
+  wake (): void {
+    ring(this.bell)
+  }
+
+  pause (): void {
+    this.post({ kind: 'pause' })
+  }
+
+  async stop (drainMs: number): Promise<void> {
+    this.stopping = true
+    clearTimeout(this.restart)
+    const worker = this.worker
+    if (worker === undefined) return
+    worker.ref()
+    this.post({ kind: 'stop', drainMs })
+    const ended = setTimeout(() => { worker.terminate().then(() => {}, () => {}) }, drainMs + (this.options.stopMarginMs ?? STOP_MARGIN_MS))
+    await this.exited
+    clearTimeout(ended)
+  }
+}
