@@ -1,7 +1,7 @@
 /**
  * The service's entry (service/entry-points/server.ts) as an operator runs it: a command (test/service/commands
  * has them all) instead of the service, a production start without tokens refused, a delivery-only start that
- * needs none. test/system/server-process.test.ts has the rest.
+ * needs none. test/system/processes/server-process.test.ts has the rest.
  */
 import { join } from 'node:path'
 import t from 'tap'

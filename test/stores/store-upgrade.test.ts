@@ -1,7 +1,7 @@
 /**
  * A previous release's data, opened by this release's stores in process: the tables upgraded where
  * the role may, refused with what to run where it may not, and a newer release's data left alone.
- * (test/system/store-upgrade.test.ts starts the service on the same data and delivers a webhook.)
+ * (test/system/processes/store-upgrade.test.ts starts the service on the same data and delivers a webhook.)
  */
 import { join } from 'node:path'
 import Database from 'better-sqlite3'

@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
+import t from 'tap'
+import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer } from '../../helpers/server-process.js'
+import { plantBody } from '../../helpers/load.js'
+import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../../helpers/postgres.js'
+import { startReceiver } from '../../helpers/receiver.js'
+import { TOKEN, webhookEnv } from '../../helpers/webhook-crash.js'
+import { eventually, newSecret } from '../../helpers/webhooks.js'
+
+t.test('schema-sql: the printed SQL, run by an administrator, lets a role without CREATE run the service with webhooks',
+  { skip: await postgresSkip() }, async (t) => {
+    const child = spawn(process.execPath, [...NODE_ARGS, SERVER_ENTRY, 'schema-sql'], { env: serverEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
+    let sql = ''
+    child.stdout.on('data', (chunk: Buffer) => { sql += chunk.toString() })
+    const [code] = await once(child, 'exit') as [number | null]
+    t.equal(code, 0, 'schema-sql exits 0')
+    t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants" \(id int8 PRIMARY KEY, name text NOT NULL, tag text\);\n/)
+    t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants_schema_version" .*;\nINSERT INTO "plants_schema_version" /m, 'with the schema version')
+    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
+    t.equal(/which prints:\n\n```sql\n([^`]*)```/.exec(readme)?.[1], sql, 'the README shows what it prints')
+
+    const url = await freshDatabase(t)
+    await sqlOn(url, sql)
+    const asRole = await roleWithoutCreate(t, url)
+
+    const receiver = await startReceiver(t, (response) => { response.statusCode = 204; response.end() })
+    const server = await startServer(t, webhookEnv(asRole, receiver.url, newSecret()))
+    const created = await fetch(`${server.url}/plants`, {
+      method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('7', 'fern')
+    })
+    t.equal(created.status, 200, 'a create succeeds as the role without CREATE')
+    t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 1 }], 'the schema version the SQL recorded')
+    t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":7')), 30_000), 'and its webhook is delivered')
+    server.child.kill('SIGTERM')
+    t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
+  })
