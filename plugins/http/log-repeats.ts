@@ -1,13 +1,9 @@
+import { systemClock, type Schedule } from './clock.js'
+
+export type { Schedule }
+
 /** How often, at most, the log sums up the repeats of an event. */
 export const REPEATS_INTERVAL_MS = 1000
-
-/** Runs `fn` after `ms` ms unless the function returned is called first (a test injects its own clock). */
-export type Schedule = (fn: () => void, ms: number) => () => void
-
-const unrefTimeout: Schedule = (fn, ms) => {
-  const timer = setTimeout(fn, ms).unref()
-  return () => clearTimeout(timer)
-}
 
 /** Sums up `repeated` repeats of the event `key` in one log line; `last` is the last one's detail. */
 export type Summarise<Detail> = (key: string, repeated: number, last: Detail) => void
@@ -23,7 +19,7 @@ interface Window<Detail> { repeated: number, last: Detail, cancel: () => void }
 export class LogRepeats<Detail> {
   readonly #windows = new Map<string, Window<Detail>>()
 
-  constructor (readonly summarise: Summarise<Detail>, readonly schedule: Schedule = unrefTimeout, readonly interval = REPEATS_INTERVAL_MS) {}
+  constructor (readonly summarise: Summarise<Detail>, readonly schedule: Schedule = systemClock.schedule, readonly interval = REPEATS_INTERVAL_MS) {}
 
   /** The event `key` happened: true when the caller logs it now, false when it was counted for the next summary. */
   happened (key: string, detail: Detail): boolean {
