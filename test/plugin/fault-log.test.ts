@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { reasonOf, ServiceOverloadedError, StoreUnavailableError } from '../../plugins/http/errors.js'
 import errorHandler from '../../plugins/http/error-handler.js'
-import { collectLogs } from '../helpers/app.js'
+import { collectLogs } from '../helpers/plugin-app.js'
 import { manualClock } from '../helpers/time.js'
 
 /** A bare app with the error handler on a clock of the test's, whose route throws `failure()`. */

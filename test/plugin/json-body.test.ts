@@ -5,7 +5,7 @@ import { parse as parseLossless } from 'lossless-json'
 import secureJson from 'secure-json-parse'
 import t from 'tap'
 import { exactInteger, InexactNumber, parseAnyJson, parseJsonBody, parsePlantBody } from '../../plugins/http/json-body.js'
-import { build, createPlant, storedPlants } from '../helpers/app.js'
+import { buildPlugin, createPlant, storedPlants } from '../helpers/plugin-app.js'
 
 const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 300)
 const REPEATED_KEY = { error: 400, message: 'Body repeats a key within one object' }
@@ -73,7 +73,7 @@ t.test('any JSON reads as a lossless parser reads it, integers exact at every de
 })
 
 t.test('a key repeated within one object is refused with 400, on every body, and nothing is stored', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const cases: Record<string, string> = {
     'the name twice, short id': '{"id":1,"name":"a","name":"b"}',
     'the name twice, long id': '{"id":12345678901234567,"name":"a","name":"b"}',
@@ -142,7 +142,7 @@ const bodyWithRepeatedKey = fc.record({
 })
 
 t.test('fuzz: a repeated key is the same 400 whichever way the numbers of the body are read', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   await fc.assert(fc.asyncProperty(bodyWithRepeatedKey, async (payload) => {
     const response = await createPlant(app, payload)
     assert.deepStrictEqual([response.statusCode, response.json()], [400, REPEATED_KEY])
@@ -152,7 +152,7 @@ t.test('fuzz: a repeated key is the same 400 whichever way the numbers of the bo
 })
 
 t.test('a charset other than UTF-8 is 415 in the Error shape; utf-8 in any spelling is fine', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const refused = ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset=utf-16',
     'application/json; charset="latin1"', 'application/json; charset=utf-8; charset=latin1', 'application/json; charset=']
   for (const type of refused) {
@@ -171,7 +171,7 @@ t.test('a charset other than UTF-8 is 415 in the Error shape; utf-8 in any spell
 })
 
 t.test('any Content-Encoding is 415 in the Error shape, and nothing is stored', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const plant = '{"id":1,"name":"n"}'
   const encodings: Array<[string, string | Buffer]> = [
     ['gzip', gzipSync(plant)], ['deflate', plant], ['br', plant], ['identity', plant], ['gzip, identity', plant], ['GZIP', plant], ['', plant]

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import t from 'tap'
 import { MAX_JSON_DEPTH } from '../../plugins/http/errors.js'
 import { nestsDeeperThan, parseJsonBody } from '../../plugins/http/json-body.js'
-import { AUTH, build, JSON_TYPE, storedPlants } from '../helpers/app.js'
+import { AUTH, buildPlugin, JSON_TYPE, storedPlants } from '../helpers/plugin-app.js'
 
 const TOO_DEEP = { error: 400, message: `Body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep` }
 // The flood: 1 MiB (the default BODY_LIMIT) of nested arrays.
@@ -14,7 +14,7 @@ const plantNested = (id: number, depth: number) =>
   `{"id":${id},"name":"deep","extra":${'['.repeat(depth - 1)}1${']'.repeat(depth - 1)}}`
 
 t.test('a body nested past MAX_JSON_DEPTH is refused with 400 over a real socket, nothing stored', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const origin = await app.listen({ host: '127.0.0.1', port: 0 })
   const post = (body: string) => fetch(`${origin}/plants`, { method: 'POST', headers: { ...AUTH, ...JSON_TYPE }, body })
 

@@ -6,7 +6,7 @@ import { sharedSchemas } from '../../schemas/index.js'
 import storePlugin from '../../plugins/store/index.js'
 import { NOT_READY, NOT_READY_AT_START, READY_AGAIN, readinessChanged } from '../../plugins/store/readiness.js'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
-import { build, collectLogs } from '../helpers/app.js'
+import { buildPlugin, collectLogs } from '../helpers/plugin-app.js'
 import { accountedFor, readinessLines as readinessLogLines } from '../helpers/fault-log.js'
 import type { LogLine } from '../helpers/server-process.js'
 import { manualClock } from '../helpers/time.js'
@@ -45,7 +45,7 @@ async function appOnClock (t: Test, store: ReturnType<typeof switchableStore>['s
 t.test('a store down at start: one warning then, none for each probe; every change told, the last line the state', async (t) => {
   const { lines, logger } = collectLogs('info')
   const { state, store } = switchableStore(new StoreUnavailableError({ cause: new Error('connect ECONNREFUSED 127.0.0.1:5432') }))
-  const { app } = await build(t, { store }, { logger })
+  const { app } = await buildPlugin(t, { store }, { logger })
   t.match(readinessLines(lines), [{ level: 40, reason: 'The plant store is unavailable, try again later: connect ECONNREFUSED 127.0.0.1:5432', msg: NOT_READY_AT_START }],
     'a warning at start, with the reason')
   t.same(await probes(app, 20), [JSON.stringify(UNAVAILABLE)], '/readyz answers 503 in the Error shape, as before')
@@ -114,7 +114,7 @@ t.test('a store that flaps, probed 16 times a second for 6 s: a line a second, e
 t.test('a store ready at start says nothing; a ping that fails for a bug is logged with its stack', async (t) => {
   const { lines, logger } = collectLogs('info')
   const { state, store } = switchableStore()
-  const { app } = await build(t, { store }, { logger })
+  const { app } = await buildPlugin(t, { store }, { logger })
   t.same(await probes(app, 2), ['{"status":"ok"}'])
   t.same(readinessLines(lines), [], 'nothing at start')
   state.failure = new TypeError('undefined is not a function')

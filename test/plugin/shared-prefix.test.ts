@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import t from 'tap'
 import plantStore, { PlantStoreOptionsError } from '../../src/plugin.js'
-import { AUTH, TOKEN } from '../helpers/app.js'
+import { AUTH, TOKEN } from '../helpers/plugin-app.js'
 
 const options = { tokens: [TOKEN], store: 'memory:' }
 

@@ -204,6 +204,14 @@ t.test('each error example in the document is a message the service really sends
   t.same(documented.sort(), Object.keys(requests).sort(), 'every route and status with examples is checked')
 })
 
+t.test('the documentation and its document are public', async (t) => {
+  const { app } = await build(t)
+  for (const url of ['/documentation/json', '/documentation']) {
+    const response = await app.inject({ url })
+    t.equal(response.statusCode, 200, url)
+  }
+})
+
 t.test('Swagger UI is served with every asset from the service itself', async (t) => {
   const { app } = await build(t)
   const page = await app.inject({ url: '/documentation' })
