@@ -101,3 +101,13 @@ t.test('DELETE /plants/{id} answers 204, then 404, and the id can be created aga
   t.equal((await createPlant(app, { id: 3, name: 'new' })).statusCode, 200)
   t.same(await store.get(3n), { name: 'new' })
 })
+
+t.test('GET and DELETE /plants/ (an empty id) are the host\'s 404, not a 400 about params/id', async (t) => {
+  const { app } = await buildPlugin(t)
+  for (const method of ['GET', 'DELETE'] as const) {
+    const response = await app.inject({ method, url: '/plants/', headers: AUTH })
+    t.equal(response.statusCode, 404, method)
+    t.match(response.json(), { statusCode: 404, error: 'Not Found' }, `${method}: Fastify's 404, the host's own`)
+  }
+  t.same((await app.inject({ url: '/plants/1', headers: AUTH })).json(), { error: 404, message: 'No plant has this id' }, 'an id still reaches its route')
+})
