@@ -5,8 +5,7 @@
 // node dist/bench/undici-baseline.js <url> <secret> [count] [inFlight] [undici|http]
 import { Agent, request as httpRequest } from 'node:http'
 import { Pool } from 'undici'
-import { plantCreatedPayload } from '../plugins/webhooks/delivery/payload.js'
-import { messageId, webhookHeaders } from '../plugins/webhooks/delivery/signing.js'
+import { messageId, plantCreatedPayload, webhookHeaders } from '../src/service-api.js'
 
 const [url, secret, count = '20000', inFlight = '64', client = 'undici'] = process.argv.slice(2)
 const target = new URL(url)

@@ -1,20 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { WebhookEndpointNotFoundError, WebhookEventNotFoundError } from '../plugins/http/errors.js'
 import { routeErrorFor } from '../plugins/store/guard.js'
-import type { EventView } from '../plugins/store/outbox.js'
-import { webhooksOf } from '../plugins/webhooks/index.js'
+import type { EventView, WebhookOutbox } from '../plugins/store/outbox.js'
+import { webhooksOf, type Webhooks } from '../plugins/webhooks/index.js'
+import type { WebhookEndpoint } from '../plugins/webhooks/settings.js'
 import {
   EnableBodySchema, RedeliverBodySchema, RedeliveredSchema, WebhookEndpointListSchema, WebhookEndpointParamsSchema, WebhookEndpointViewSchema,
   WebhookEventListQuerySchema, WebhookEventListSchema, WebhookEventParamsSchema, WebhookEventViewSchema
 } from '../schemas/webhook-admin.js'
-import { badRequest, internalError, operationId, tooManyRequests, unauthorized, hostUnauthorized, unavailable } from './openapi/answers.js'
+import { guardedRoute, type GuardedRoute, type GuardedRoutesOptions, type RouteScope } from './guarded.js'
+import { badRequest } from './openapi/answers.js'
 
-export interface WebhookRoutesOptions {
-  tag: string
-  securityScheme?: string | undefined
-  hostAuth: boolean
-  config: Record<string, unknown>
-}
+export type WebhookRoutesOptions = GuardedRoutesOptions
 
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } })
 const notFoundAnswer = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: 'plant-store.Error#' } } } })
@@ -33,56 +30,45 @@ function eventView (event: EventView) {
   }
 }
 
-/**
- * The webhook admin routes, behind the plant routes' authentication: the endpoints and their
- * state, the events with each delivery, a redelivery by hand, an endpoint enabled again.
- */
-const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fastify, { tag, securityScheme, hostAuth, config }) => {
-  const { outbox, config: settings, wake } = webhooksOf(fastify)
-  const tags = [tag]
-  const security = securityScheme === undefined ? undefined : [{ [securityScheme]: [] }]
-  const id = (name: string) => operationId(fastify.prefix, name)
-  const common = { 401: hostAuth ? hostUnauthorized : unauthorized, 429: tooManyRequests, 500: internalError, 503: unavailable }
-  const configured = new Map(settings.endpoints.map((endpoint) => [endpoint.name, endpoint]))
-
-  async function endpointViews () {
-    const [states, stats] = await guarded(Promise.all([outbox.endpoints(), outbox.stats()]))
-    return states.filter(({ name }) => configured.has(name)).map((state) => {
-      const endpoint = configured.get(state.name)!
-      const counts = stats.find(({ endpoint }) => endpoint === state.name)!
-      return {
-        name: state.name,
-        host: endpoint.url.host,
-        events: [...endpoint.events],
-        enabled: state.enabled,
-        disabledReason: state.disabledReason,
-        disabledAt: iso(state.disabledAt),
-        lastSuccessAt: iso(state.lastSuccessAt),
-        failingSince: iso(state.failingSince),
-        pending: counts.pending,
-        failed: counts.failed
-      }
-    })
-  }
-
-  const schema = (summary: string, description: string, name: string) =>
-    ({ summary, description, operationId: id(name), tags, ...(security && { security }) })
-
-  fastify.get('/webhooks/endpoints', {
-    config,
-    schema: {
-      ...schema('List webhook endpoints', 'The configured endpoints and their state; never a secret, and of a URL only its host.', 'listWebhookEndpoints'),
-      response: { 200: json(WebhookEndpointListSchema, 'The endpoints'), ...common }
+/** The configured endpoints with their state and counts: what the endpoint routes answer. */
+async function endpointViews (outbox: WebhookOutbox, configured: ReadonlyMap<string, WebhookEndpoint>) {
+  const [states, stats] = await guarded(Promise.all([outbox.endpoints(), outbox.stats()]))
+  return states.filter(({ name }) => configured.has(name)).map((state) => {
+    const endpoint = configured.get(state.name)!
+    const counts = stats.find(({ endpoint }) => endpoint === state.name)!
+    return {
+      name: state.name,
+      host: endpoint.url.host,
+      events: [...endpoint.events],
+      enabled: state.enabled,
+      disabledReason: state.disabledReason,
+      disabledAt: iso(state.disabledAt),
+      lastSuccessAt: iso(state.lastSuccessAt),
+      failingSince: iso(state.failingSince),
+      pending: counts.pending,
+      failed: counts.failed
     }
-  }, endpointViews)
+  })
+}
+
+/** The endpoints and their state; one enabled again. */
+function endpointRoutes (fastify: RouteScope, route: GuardedRoute, { outbox, config: settings, wake }: Webhooks) {
+  const configured = new Map(settings.endpoints.map((endpoint) => [endpoint.name, endpoint]))
+  fastify.get('/webhooks/endpoints', {
+    config: route.config,
+    schema: {
+      ...route.docs('List webhook endpoints', 'The configured endpoints and their state; never a secret, and of a URL only its host.', 'listWebhookEndpoints'),
+      response: { 200: json(WebhookEndpointListSchema, 'The endpoints'), ...route.common }
+    }
+  }, () => endpointViews(outbox, configured))
 
   fastify.post('/webhooks/endpoints/:name/enable', {
-    config,
+    config: route.config,
     schema: {
-      ...schema('Enable a webhook endpoint', 'Enables an endpoint disabled by a 410 or by failing too long; its pending deliveries are sent again.', 'enableWebhookEndpoint'),
+      ...route.docs('Enable a webhook endpoint', 'Enables an endpoint disabled by a 410 or by failing too long; its pending deliveries are sent again.', 'enableWebhookEndpoint'),
       params: WebhookEndpointParamsSchema,
       body: EnableBodySchema,
-      response: { 200: json(WebhookEndpointViewSchema, 'The endpoint, enabled'), 400: badRequest({}), 404: notFoundAnswer('No endpoint of that name'), ...common }
+      response: { 200: json(WebhookEndpointViewSchema, 'The endpoint, enabled'), 400: badRequest({}), 404: notFoundAnswer('No endpoint of that name'), ...route.common }
     },
     // The path names everything: a request without a body is the empty object.
     preValidation: async (request) => { request.body ??= {} }
@@ -91,15 +77,18 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     if (!configured.has(name)) throw new WebhookEndpointNotFoundError()
     await guarded(outbox.setEnabled(name, true))
     wake()
-    return (await endpointViews()).find((view) => view.name === name)!
+    return (await endpointViews(outbox, configured)).find((view) => view.name === name)!
   })
+}
 
+/** The events with each delivery; one sent again by hand. */
+function eventRoutes (fastify: RouteScope, route: GuardedRoute, { outbox, config: settings, wake }: Webhooks) {
   fastify.get('/webhooks/events', {
-    config,
+    config: route.config,
     schema: {
-      ...schema('List webhook events', 'Events in ascending seq order, a page at a time (pass the last seq as `after`), each with its deliveries and their attempts.', 'listWebhookEvents'),
+      ...route.docs('List webhook events', 'Events in ascending seq order, a page at a time (pass the last seq as `after`), each with its deliveries and their attempts.', 'listWebhookEvents'),
       querystring: WebhookEventListQuerySchema,
-      response: { 200: json(WebhookEventListSchema, 'A page of events'), 400: badRequest({}), ...common }
+      response: { 200: json(WebhookEventListSchema, 'A page of events'), 400: badRequest({}), ...route.common }
     }
   }, async (request) => {
     const { limit = 20, after } = request.query
@@ -107,11 +96,11 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
   })
 
   fastify.get('/webhooks/events/:seq', {
-    config,
+    config: route.config,
     schema: {
-      ...schema('Read a webhook event', 'One event, with its deliveries and their attempts.', 'getWebhookEvent'),
+      ...route.docs('Read a webhook event', 'One event, with its deliveries and their attempts.', 'getWebhookEvent'),
       params: WebhookEventParamsSchema,
-      response: { 200: json(WebhookEventViewSchema, 'The event'), 400: badRequest({}), 404: notFoundAnswer('No such event'), ...common }
+      response: { 200: json(WebhookEventViewSchema, 'The event'), 400: badRequest({}), 404: notFoundAnswer('No such event'), ...route.common }
     }
   }, async (request) => {
     const event = await guarded(outbox.event(request.params.seq))
@@ -120,13 +109,13 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
   })
 
   fastify.post('/webhooks/events/:seq/redeliver', {
-    config,
+    config: route.config,
     schema: {
-      ...schema('Redeliver a webhook event', 'Sends an event again, with the same webhook-id: one more attempt per delivery ' +
+      ...route.docs('Redeliver a webhook event', 'Sends an event again, with the same webhook-id: one more attempt per delivery ' +
         '(a dead letter becomes pending); to one endpoint, or to every endpoint it went to.', 'redeliverWebhookEvent'),
       params: WebhookEventParamsSchema,
       body: RedeliverBodySchema,
-      response: { 202: json(RedeliveredSchema, 'Queued again'), 400: badRequest({}), 404: notFoundAnswer('No such event or delivery'), ...common }
+      response: { 202: json(RedeliveredSchema, 'Queued again'), 400: badRequest({}), 404: notFoundAnswer('No such event or delivery'), ...route.common }
     }
   }, async (request, reply) => {
     const { endpoint } = request.body
@@ -135,6 +124,17 @@ const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fa
     wake()
     return reply.code(202).send({ redelivered })
   })
+}
+
+/**
+ * The webhook admin routes, behind the plant routes' authentication: the endpoints and their
+ * state, the events with each delivery, a redelivery by hand, an endpoint enabled again.
+ */
+const webhookRoutes: FastifyPluginAsyncTypebox<WebhookRoutesOptions> = async (fastify, options) => {
+  const route = guardedRoute(fastify, options)
+  const webhooks = webhooksOf(fastify)
+  endpointRoutes(fastify, route, webhooks)
+  eventRoutes(fastify, route, webhooks)
 }
 
 export default webhookRoutes

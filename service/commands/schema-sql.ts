@@ -1,6 +1,6 @@
-import { createTableSql, DEFAULT_TABLE, type TableName } from '../../plugins/store/postgres/table.js'
-import { createOutboxSql, outboxTables } from '../../plugins/store/postgres/outbox.js'
-import { createVersionTableSql, recordVersionSql } from '../../plugins/store/postgres/schema-version.js'
+import {
+  createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxTables, recordVersionSql, type TableName
+} from '../../src/service-api.js'
 
 /**
  * Every statement the store runs to make its tables (the plants, its schema version and, with

@@ -1,17 +1,14 @@
 import type { AddressInfo } from 'node:net'
-import { Writable } from 'node:stream'
-import type { InjectOptions } from 'fastify'
 import type { Test } from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { appOptions, buildApp, connectionOptions, type ServerOptions } from '../../service/app.js'
 import { loadConfig } from '../../service/config/index.js'
 import type { PlantStoreOptions } from '../../src/plugin.js'
+import { OTHER_TOKEN, TOKEN } from './plugin-app.js'
 
-export const TOKEN = 'test-token-0123456789'
-export const OTHER_TOKEN = 'another-accepted-token'
-export const AUTH = { authorization: `Bearer ${TOKEN}` }
-export const JSON_TYPE = { 'content-type': 'application/json' }
+// The plugin tier's helpers, which work on the service as well.
+export { assertCreateShed, AUTH, collectLogs, createPlant, failingStore, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from './plugin-app.js'
 
 export type App = Awaited<ReturnType<typeof buildApp>>
 
@@ -39,48 +36,4 @@ export async function listening (t: Test, options: Partial<PlantStoreOptions> & 
   await built.app.listen({ host: '127.0.0.1', port: 0 })
   const port = (built.app.server.address() as AddressInfo).port
   return { app: built.app, store: options.store ?? built.store, port, url: `http://127.0.0.1:${port}` }
-}
-
-type StoreOperation = 'create' | 'get' | 'list' | 'delete' | 'ping'
-
-/** A memory store whose `operations` (all of them unless told) throw what `failure()` returns. */
-export function failingStore (failure: () => unknown, operations: StoreOperation[] = ['create', 'get', 'list', 'delete', 'ping']): PlantStore {
-  const fail = async () => { throw failure() }
-  return { ...createMemoryStore(), ...Object.fromEntries(operations.map((operation) => [operation, fail])) }
-}
-
-/** POST /plants with a valid token; `payload` is sent as given (a string keeps big ids exact). */
-export function createPlant (app: App, payload: string | Buffer | object, headers: InjectOptions['headers'] = {}) {
-  return app.inject({
-    method: 'POST',
-    url: '/plants',
-    headers: { ...AUTH, ...JSON_TYPE, ...headers },
-    payload: typeof payload === 'string' || Buffer.isBuffer(payload) ? payload : JSON.stringify(payload)
-  })
-}
-
-/** Every stored plant, for checking what a request did or did not store. */
-export async function storedPlants (store: PlantStore) {
-  return store.list({ limit: 1000 })
-}
-
-/** A plant create shed for load, as a client sees it: 503, Retry-After, the Error shape, nothing stored. */
-export async function assertCreateShed (t: Test, app: App, store: PlantStore, retryAfter: number) {
-  const response = await createPlant(app, { id: 1, name: 'n' })
-  t.equal(response.statusCode, 503)
-  t.equal(response.headers['retry-after'], String(retryAfter))
-  t.same(response.json(), { error: 503, message: 'The service is overloaded, try again later' })
-  t.same(await storedPlants(store), [])
-}
-
-/** A logger option that keeps the app's log lines, parsed, for the test to read. */
-export function collectLogs (level: string) {
-  const lines: Array<Record<string, unknown>> = []
-  const stream = new Writable({
-    write (chunk, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString()))
-      done()
-    }
-  })
-  return { lines, logger: { level, stream } }
 }

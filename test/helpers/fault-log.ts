@@ -35,11 +35,8 @@ export async function assertFaultsSummarised (t: Test, server: SpawnedServer, ms
   const bytesPerSecond = Math.round((Buffer.byteLength(server.stdout()) - bytesBefore) / seconds)
   const failed = answers.filter(isStoreUnavailable).length
   t.equal(failed, answers.length, `every one of ${answers.length} requests answered 503, the store is unavailable`)
-  // The last repeats are summed up once their second is over.
-  const deadline = performance.now() + 10_000
-  while (accountedFor(failureLines(server.logs()).slice(before)) < failed && performance.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  // The last repeats are summed up once their second is over: a log line to wait for (the check below says if it never came).
+  await server.waitForLog(() => accountedFor(failureLines(server.logs()).slice(before)) >= failed, 10_000).catch(() => {})
   const lines = failureLines(server.logs()).slice(before)
   t.comment(`${failed} failed requests in ${seconds.toFixed(1)} s: ${lines.length} log lines, ${bytesPerSecond} log bytes/s`)
   t.equal(accountedFor(lines), failed, `each failed request is logged or counted in a summary, once (${accountedFor(lines)} of ${failed})`, { lines: lines.map(({ msg }) => msg) })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { tokenChecker } from '../../plugins/auth/index.js'
-import { build, collectLogs, createPlant, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/app.js'
+import { buildPlugin, collectLogs, createPlant, JSON_TYPE, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/plugin-app.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const INVALID_TOKEN = `${CHALLENGE}, error="invalid_token"`
@@ -18,7 +18,7 @@ const refusals: Record<string, { authorization?: string, challenge: string }> = 
 }
 
 t.test('every refusal is a 401 in the Error shape with a challenge, and stores nothing', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   for (const [title, { authorization, challenge }] of Object.entries(refusals)) {
     const response = await app.inject({
       method: 'POST', url: '/plants', payload: body, headers: { ...JSON_TYPE, ...(authorization === undefined ? {} : { authorization }) }
@@ -31,7 +31,7 @@ t.test('every refusal is a 401 in the Error shape with a challenge, and stores n
 })
 
 t.test('the scheme name is case-insensitive', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   for (const [i, scheme] of ['bearer', 'BEARER', 'BeArEr'].entries()) {
     const response = await createPlant(app, { id: i, name: 'n' }, { authorization: `${scheme} ${TOKEN}` })
     t.equal(response.statusCode, 200, scheme)
@@ -39,13 +39,13 @@ t.test('the scheme name is case-insensitive', async (t) => {
 })
 
 t.test('every configured token is accepted', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   t.equal((await createPlant(app, { id: 1, name: 'n' }, { authorization: `Bearer ${OTHER_TOKEN}` })).statusCode, 200)
   t.equal((await createPlant(app, { id: 2, name: 'n' }, { authorization: `Bearer ${TOKEN}` })).statusCode, 200)
 })
 
 t.test('authentication comes before the body: an anonymous bad body is 401', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   const response = await app.inject({ method: 'POST', url: '/plants', headers: JSON_TYPE, payload: '{broken' })
   t.equal(response.statusCode, 401)
   const wrongType = await app.inject({ method: 'POST', url: '/plants', headers: { 'content-type': 'text/plain' }, payload: 'x' })
@@ -53,7 +53,7 @@ t.test('authentication comes before the body: an anonymous bad body is 401', asy
 })
 
 t.test('the read, list and delete routes need a token too', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   for (const [method, url] of [['GET', '/plants/1'], ['GET', '/plants'], ['DELETE', '/plants/1']] as const) {
     const response = await app.inject({ method, url })
     t.equal(response.statusCode, 401, `${method} ${url}`)
@@ -61,9 +61,9 @@ t.test('the read, list and delete routes need a token too', async (t) => {
   }
 })
 
-t.test('health, readiness and documentation are public', async (t) => {
-  const { app } = await build(t)
-  for (const url of ['/healthz', '/readyz', '/documentation/json', '/documentation']) {
+t.test('health and readiness are public', async (t) => {
+  const { app } = await buildPlugin(t)
+  for (const url of ['/healthz', '/readyz']) {
     const response = await app.inject({ url })
     t.equal(response.statusCode, 200, url)
   }
@@ -71,7 +71,7 @@ t.test('health, readiness and documentation are public', async (t) => {
 
 t.test('refusals are logged below error level and tokens are never logged', async (t) => {
   const { lines, logger } = collectLogs('trace')
-  const { app } = await build(t, {}, { logger })
+  const { app } = await buildPlugin(t, {}, { logger })
   t.equal((await createPlant(app, { id: 1, name: 'n' })).statusCode, 200)
   t.equal((await createPlant(app, { id: 2, name: 'n' }, { authorization: 'Bearer wrong-secret-token' })).statusCode, 401)
   const log = JSON.stringify(lines)

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { UnsupportedMediaTypeError } from '../../plugins/http/errors.js'
-import { build, createPlant, storedPlants } from '../helpers/app.js'
+import { buildPlugin, createPlant, storedPlants } from '../helpers/plugin-app.js'
 
 const INT64_RANGE = 'must be an integer from -9223372036854775808 to 9223372036854775807'
 // The plugin's own words, whatever Fastify's version says (5.0.0 adds the type sent).
@@ -57,7 +57,7 @@ const cases: Record<string, BadInput> = {
 }
 
 t.test('each bad request is refused in the Error shape and stores nothing', async (t) => {
-  const { app, store } = await build(t, { bodyLimit: 256, maxTextLength: 100 })
+  const { app, store } = await buildPlugin(t, { bodyLimit: 256, maxTextLength: 100 })
   for (const [title, { payload, headers, status, message }] of Object.entries(cases)) {
     const response = await createPlant(app, payload, headers)
     t.equal(response.statusCode, status, `${title}: status`)
@@ -72,7 +72,7 @@ t.test('each bad request is refused in the Error shape and stores nothing', asyn
 })
 
 t.test('a POST without a content type is 415 and stores nothing', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const response = await app.inject({
     method: 'POST', url: '/plants', headers: { authorization: 'Bearer test-token-0123456789' }, payload: Buffer.from('{"id":1,"name":"n"}')
   })
@@ -82,7 +82,7 @@ t.test('a POST without a content type is 415 and stores nothing', async (t) => {
 })
 
 t.test('a POST without a body is 400 and stores nothing', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const response = await app.inject({ method: 'POST', url: '/plants', headers: { authorization: 'Bearer test-token-0123456789' } })
   t.equal(response.statusCode, 400)
   t.same(response.json(), { error: 400, message: 'body must be object' })
@@ -90,7 +90,7 @@ t.test('a POST without a body is 400 and stores nothing', async (t) => {
 })
 
 t.test('the default body limit is 1 MiB', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   // Unknown properties are ignored, and take no name's maximum.
   const fits = JSON.stringify({ id: 1, name: 'n', padding: 'x'.repeat(1024 * 1024 - 40) })
   const tooLarge = JSON.stringify({ id: 2, name: 'n', padding: 'x'.repeat(1024 * 1024) })

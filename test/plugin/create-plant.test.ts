@@ -1,9 +1,9 @@
 import t from 'tap'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
-import { build, createPlant, storedPlants } from '../helpers/app.js'
+import { buildPlugin, createPlant, storedPlants } from '../helpers/plugin-app.js'
 
 t.test('a valid NewPlant is stored and answered with the Plant, without its id', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const response = await createPlant(app, { id: 1, name: 'Monstera', tag: 'tropical' })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /^application\/json/)
@@ -12,7 +12,7 @@ t.test('a valid NewPlant is stored and answered with the Plant, without its id',
 })
 
 t.test('a plant without a tag is answered and stored without one', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const response = await createPlant(app, { id: 2, name: 'Fern' })
   t.equal(response.statusCode, 200)
   t.equal(response.body, '{"name":"Fern"}')
@@ -20,14 +20,14 @@ t.test('a plant without a tag is answered and stored without one', async (t) => 
 })
 
 t.test('empty strings are a valid name and tag', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   const response = await createPlant(app, { id: 3, name: '', tag: '' })
   t.equal(response.statusCode, 200)
   t.same(response.json(), { name: '', tag: '' })
 })
 
 t.test('unknown properties are neither stored nor echoed', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const response = await createPlant(app, { id: 4, name: 'Aloe', color: 'green', nested: { a: 1 } })
   t.equal(response.statusCode, 200)
   t.same(response.json(), { name: 'Aloe' })
@@ -35,7 +35,7 @@ t.test('unknown properties are neither stored nor echoed', async (t) => {
 })
 
 t.test('text outside the Basic Multilingual Plane is kept exactly', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const name = 'Cactus 🌵 «𝔉»'
   const response = await createPlant(app, { id: 5, name })
   t.equal(response.statusCode, 200)
@@ -44,14 +44,14 @@ t.test('text outside the Basic Multilingual Plane is kept exactly', async (t) =>
 })
 
 t.test('a charset parameter on the content type is accepted', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   const response = await createPlant(app, { id: 6, name: 'Ivy' }, { 'content-type': 'application/json; charset=utf-8' })
   t.equal(response.statusCode, 200)
 })
 
 t.test('ids keep every digit across the whole int64 range', async (t) => {
   const ids = [INT64_MIN, INT64_MAX, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n, 1234567890123456789n]
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   for (const id of ids) {
     const response = await createPlant(app, `{"id":${id},"name":"plant ${id}"}`)
     t.equal(response.statusCode, 200, `id ${id}`)
@@ -74,7 +74,7 @@ t.test('any spelling of an integral JSON number is that integer', async (t) => {
     ['1234567890123456780e-1', 123456789012345678n]
   ]
   for (const [spelling, id] of spellings) {
-    const { app, store } = await build(t)
+    const { app, store } = await buildPlugin(t)
     const response = await createPlant(app, `{"id":${spelling},"name":"n"}`)
     t.equal(response.statusCode, 200, spelling)
     t.same((await storedPlants(store)).map((plant) => plant.id), [id], `${spelling} is ${id}`)
@@ -82,7 +82,7 @@ t.test('any spelling of an integral JSON number is that integer', async (t) => {
 })
 
 t.test('a second create of an id is 409 and leaves the first plant untouched', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   t.equal((await createPlant(app, { id: 7, name: 'first', tag: 'a' })).statusCode, 200)
   const again = await createPlant(app, { id: 7, name: 'second' })
   t.equal(again.statusCode, 409)
@@ -91,7 +91,7 @@ t.test('a second create of an id is 409 and leaves the first plant untouched', a
 })
 
 t.test('creates of one id arriving at once: exactly one succeeds', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   const responses = await Promise.all(Array.from({ length: 25 }, (_, i) =>
     createPlant(app, `{"id":9223372036854775806,"name":"racer ${i}"}`)))
   const statuses = responses.map((response) => response.statusCode)

@@ -7,7 +7,7 @@ import { checkDriver, checkDrivers, DRIVER_MAJORS, peerRange } from '../../plugi
 import plantStore from '../../src/plugin.js'
 import { StoreOpenError } from '../../plugins/store/index.js'
 import packageJson from '../../package.json' with { type: 'json' }
-import { TOKEN } from '../helpers/app.js'
+import { TOKEN } from '../helpers/plugin-app.js'
 
 const REAL = join(import.meta.dirname, '..', '..', 'node_modules')
 

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
 import packageJson from '../../package.json' with { type: 'json' }
-import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
+import { AUTH, JSON_TYPE, TOKEN } from '../helpers/plugin-app.js'
 
 async function hostApp (t: Test) {
   const host = Fastify()

@@ -2,12 +2,12 @@ import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { reasonOf, ServiceOverloadedError, StoreUnavailableError } from '../../plugins/http/errors.js'
 import errorHandler from '../../plugins/http/error-handler.js'
-import { collectLogs } from '../helpers/app.js'
-import { manualClock } from '../helpers/time.js'
+import { collectLogs } from '../helpers/plugin-app.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 
 /** A bare app with the error handler on a clock of the test's, whose route throws `failure()`. */
 async function appFailingWith (t: Test, failure: () => unknown) {
-  const clock = manualClock()
+  const clock = fakeClock()
   const { lines, logger } = collectLogs('info')
   const app = Fastify({ logger })
   await app.register(errorHandler, { schedule: clock.schedule })
@@ -33,14 +33,14 @@ t.test('a known fault is one line without a stack; its repeats are summed up onc
   t.notOk(JSON.stringify(lines).includes('stack'), 'no stack')
   t.notOk('err' in failures(lines)[0], 'no error object to serialize')
 
-  clock.tick()
+  clock.runAll()
   t.match(failures(lines).slice(1), [{ level: 40, code: 'PLANT_STORE_UNAVAILABLE', repeated: 99, reason: /ECONNREFUSED/, msg: 'request failed 99 more times' }],
     'an interval later, a summary counts the 99 others')
   await requests(10)
   t.equal(failures(lines).length, 2, 'the repeats after a summary wait for the next one')
-  clock.tick()
+  clock.runAll()
   t.match(failures(lines)[2], { repeated: 10 }, 'which counts them')
-  clock.tick()
+  clock.runAll()
   t.equal(failures(lines).length, 3, 'an interval without a repeat: nothing more')
   t.equal(clock.pending(), 0, 'and no timer left')
 

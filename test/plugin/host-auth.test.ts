@@ -3,7 +3,7 @@ import Fastify, { type FastifyRequest } from 'fastify'
 import t from 'tap'
 import { UnauthenticatedError } from '../../plugins/http/errors.js'
 import plantStore, { openapiDeclarations, openapiTags, securitySchemes } from '../../src/plugin.js'
-import { TOKEN } from '../helpers/app.js'
+import { TOKEN } from '../helpers/plugin-app.js'
 
 // A host's own "JWT": `Bearer user:<name>`, checked by the host, unknown to the plugin.
 const USERS = new Set(['ada', 'grace'])

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { INTERNAL_ERROR_MESSAGE } from '../../plugins/http/error-handler.js'
 import plantStore from '../../src/plugin.js'
-import { AUTH, TOKEN } from '../helpers/app.js'
+import { AUTH, TOKEN } from '../helpers/plugin-app.js'
 
 /** A host with a maintenance switch, a global limiter of 2 requests, and its own error shape. */
 async function host (t: Test, hostErrors?: 'host' | 'plugin', ownHandler = true) {

@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { INTERNAL_ERROR_MESSAGE } from '../../plugins/http/error-handler.js'
 import plantStore from '../../src/plugin.js'
-import { AUTH, TOKEN } from '../helpers/app.js'
+import { AUTH, TOKEN } from '../helpers/plugin-app.js'
 
 t.test('with hostErrors: plugin, a host onRequest hook that sets a status and throws keeps its status, in the Error shape', async (t) => {
   const host = Fastify()

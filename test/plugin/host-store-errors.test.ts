@@ -2,7 +2,7 @@ import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { PlantExistsError, StoreUnavailableError, type PlantStore } from '../../src/plugin.js'
-import { AUTH, collectLogs, failingStore, JSON_TYPE, TOKEN } from '../helpers/app.js'
+import { AUTH, collectLogs, failingStore, JSON_TYPE, TOKEN } from '../helpers/plugin-app.js'
 
 const SECRET = 'password=hunter2 at 10.1.2.3:5432, Key (id)=(1), /srv/app/store.js'
 

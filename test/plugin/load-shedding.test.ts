@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { meanLoopDelay } from '../../plugins/http/load-shedding.js'
-import { assertCreateShed, build } from '../helpers/app.js'
+import { assertCreateShed, buildPlugin } from '../helpers/plugin-app.js'
 
 t.test('a sample with no delay measured at all (the loop blocked throughout) is the worst delay, not none', async (t) => {
   t.equal(meanLoopDelay({ mean: Number.NaN }), Infinity)
@@ -13,7 +13,7 @@ t.test('a sample with no delay measured at all (the loop blocked throughout) is 
 })
 
 t.test('a loop blocked for longer than a sample, in one block: plant requests shed with 503, nothing stored', async (t) => {
-  const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 3 } })
+  const { app, store } = await buildPlugin(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 3 } })
   const until = Date.now() + 1200
   while (Date.now() < until);
   await sleep(50)

@@ -1,7 +1,7 @@
 import t from 'tap'
 import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
-import { build, collectLogs, createPlant } from '../helpers/app.js'
+import { buildPlugin, collectLogs, createPlant } from '../helpers/plugin-app.js'
 
 const PHRASE = 'The plant store is unavailable, try again later'
 const occurrences = (text: string) => text.split(PHRASE).length - 1
@@ -13,7 +13,7 @@ t.test('a 503 warning says "unavailable" once, then why', async (t) => {
   ] as const) {
     const { lines, logger } = collectLogs('warn')
     const store = { ...createMemoryStore(), create: async () => { throw failure }, ping: async () => { throw failure } }
-    const { app } = await build(t, { store }, { logger })
+    const { app } = await buildPlugin(t, { store }, { logger })
     t.equal((await createPlant(app, { id: 1, name: 'fern' })).statusCode, 503, `${label}: a create answers 503`)
     t.equal((await app.inject('/readyz')).statusCode, 503, `${label}: /readyz answers 503`)
     const messages = lines.filter(({ level }) => level === 40).map(({ reason }) => reason as string)

@@ -3,7 +3,7 @@ import Fastify from 'fastify'
 import t from 'tap'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import plantStore, { PlantStoreOptionsError, securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
-import { TOKEN } from '../helpers/app.js'
+import { TOKEN } from '../helpers/plugin-app.js'
 
 /** Registers the plugin with `options` on a new host; resolves with the error it fails with, if any. */
 async function registerWith (options: unknown) {

@@ -1,8 +1,8 @@
 import t from 'tap'
-import { AUTH, build, createPlant } from '../helpers/app.js'
+import { AUTH, buildPlugin, createPlant } from '../helpers/plugin-app.js'
 
 t.test('GET /plants/{id} answers the Plant without its id, exact past 2^53', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   await createPlant(app, '{"id":9007199254740993,"name":"Agave","tag":"succulent"}')
   const response = await app.inject({ url: '/plants/9007199254740993', headers: AUTH })
   t.equal(response.statusCode, 200)
@@ -13,7 +13,7 @@ t.test('GET /plants/{id} answers the Plant without its id, exact past 2^53', asy
 })
 
 t.test('a bad id in a path is 400 in the Error shape', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   for (const id of ['abc', '1.5', '9223372036854775808', '-9223372036854775809', '1e3', '%20']) {
     for (const method of ['GET', 'DELETE'] as const) {
       const response = await app.inject({ method, url: `/plants/${id}`, headers: AUTH })
@@ -26,7 +26,7 @@ t.test('a bad id in a path is 400 in the Error shape', async (t) => {
 })
 
 t.test('GET /plants lists in ascending numeric id order with exact ids, a page at a time', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   const ids = ['9223372036854775807', '-9223372036854775808', '10', '2', '-5', '9007199254740993']
   for (const id of ids) await createPlant(app, `{"id":${id},"name":"p${id}"}`)
   const all = await app.inject({ url: '/plants', headers: AUTH })
@@ -43,14 +43,14 @@ t.test('GET /plants lists in ascending numeric id order with exact ids, a page a
 })
 
 t.test('GET /plants returns 100 plants by default and at most 1000', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   for (let id = 0; id < 1005; id++) await createPlant(app, { id, name: 'n' })
   t.equal((await app.inject({ url: '/plants', headers: AUTH })).json().length, 100)
   t.equal((await app.inject({ url: '/plants?limit=1000', headers: AUTH })).json().length, 1000)
 })
 
 t.test('a bad query is 400 in the Error shape', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   const LIMIT = 'querystring/limit must be an integer from 1 to 1000'
   const AFTER = 'querystring/after must be an integer from -9223372036854775808 to 9223372036854775807'
   const cases: Record<string, string> = {
@@ -79,7 +79,7 @@ t.test('a bad query is 400 in the Error shape', async (t) => {
 })
 
 t.test('limit and after in decimal digits are read as the integers they spell', async (t) => {
-  const { app } = await build(t)
+  const { app } = await buildPlugin(t)
   for (let id = 1; id <= 5; id++) await createPlant(app, { id, name: `p${id}` })
   const names = async (query: string) =>
     (await app.inject({ url: `/plants?${query}`, headers: AUTH })).json().map((plant: { name: string }) => plant.name)
@@ -89,7 +89,7 @@ t.test('limit and after in decimal digits are read as the integers they spell', 
 })
 
 t.test('DELETE /plants/{id} answers 204, then 404, and the id can be created again', async (t) => {
-  const { app, store } = await build(t)
+  const { app, store } = await buildPlugin(t)
   await createPlant(app, { id: 3, name: 'old' })
   const deleted = await app.inject({ method: 'DELETE', url: '/plants/3', headers: AUTH })
   t.equal(deleted.statusCode, 204)
@@ -100,4 +100,14 @@ t.test('DELETE /plants/{id} answers 204, then 404, and the id can be created aga
   t.same(again.json(), { error: 404, message: 'No plant has this id' })
   t.equal((await createPlant(app, { id: 3, name: 'new' })).statusCode, 200)
   t.same(await store.get(3n), { name: 'new' })
+})
+
+t.test('GET and DELETE /plants/ (an empty id) are the host\'s 404, not a 400 about params/id', async (t) => {
+  const { app } = await buildPlugin(t)
+  for (const method of ['GET', 'DELETE'] as const) {
+    const response = await app.inject({ method, url: '/plants/', headers: AUTH })
+    t.equal(response.statusCode, 404, method)
+    t.match(response.json(), { statusCode: 404, error: 'Not Found' }, `${method}: Fastify's 404, the host's own`)
+  }
+  t.same((await app.inject({ url: '/plants/1', headers: AUTH })).json(), { error: 404, message: 'No plant has this id' }, 'an id still reaches its route')
 })

@@ -6,10 +6,10 @@ import { sharedSchemas } from '../../schemas/index.js'
 import storePlugin from '../../plugins/store/index.js'
 import { NOT_READY, NOT_READY_AT_START, READY_AGAIN, readinessChanged } from '../../plugins/store/readiness.js'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
-import { build, collectLogs } from '../helpers/app.js'
+import { buildPlugin, collectLogs } from '../helpers/plugin-app.js'
 import { accountedFor, readinessLines as readinessLogLines } from '../helpers/fault-log.js'
 import type { LogLine } from '../helpers/server-process.js'
-import { manualClock } from '../helpers/time.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 
 const UNAVAILABLE = { error: 503, message: new StoreUnavailableError().message }
 const unavailable = (why: string) => new StoreUnavailableError({ cause: new Error(why) })
@@ -31,7 +31,7 @@ async function probes (app: { inject: (url: string) => Promise<{ body: string }>
 
 /** The store plugin and the health routes alone, on a clock the test moves: /readyz as the app has it. */
 async function appOnClock (t: Test, store: ReturnType<typeof switchableStore>['store']) {
-  const clock = manualClock()
+  const clock = fakeClock()
   const { lines, logger } = collectLogs('info')
   const app = Fastify({ logger })
   for (const schema of sharedSchemas()) app.addSchema(schema)
@@ -45,7 +45,7 @@ async function appOnClock (t: Test, store: ReturnType<typeof switchableStore>['s
 t.test('a store down at start: one warning then, none for each probe; every change told, the last line the state', async (t) => {
   const { lines, logger } = collectLogs('info')
   const { state, store } = switchableStore(new StoreUnavailableError({ cause: new Error('connect ECONNREFUSED 127.0.0.1:5432') }))
-  const { app } = await build(t, { store }, { logger })
+  const { app } = await buildPlugin(t, { store }, { logger })
   t.match(readinessLines(lines), [{ level: 40, reason: 'The plant store is unavailable, try again later: connect ECONNREFUSED 127.0.0.1:5432', msg: NOT_READY_AT_START }],
     'a warning at start, with the reason')
   t.same(await probes(app, 20), [JSON.stringify(UNAVAILABLE)], '/readyz answers 503 in the Error shape, as before')
@@ -67,14 +67,14 @@ t.test('changes a second apart: one line each, at once: info when ready, a warni
   const { state, store } = switchableStore(unavailable('connect ECONNREFUSED 127.0.0.1:5432'))
   const { app, clock, lines } = await appOnClock(t, store)
   t.match(readinessLines(lines), [{ level: 40, reason: /ECONNREFUSED/, msg: NOT_READY_AT_START }])
-  clock.tick()
+  clock.runAll()
   t.equal(clock.pending(), 0, 'a second without a change: no timer left')
   state.failure = undefined
   t.same(await probes(app, 5), ['{"status":"ok"}'])
-  clock.tick()
+  clock.runAll()
   state.failure = unavailable('the disk is gone')
   t.same(await probes(app, 5), [JSON.stringify(UNAVAILABLE)])
-  clock.tick()
+  clock.runAll()
   t.match(readinessLines(lines).slice(1), [{ level: 30, msg: READY_AGAIN }, { level: 40, reason: /the disk is gone$/, msg: NOT_READY }],
     'one line for each change')
   t.equal(readinessLines(lines).length, 3, 'and nothing more')
@@ -90,7 +90,7 @@ t.test('a store that flaps, probed 16 times a second for 6 s: a line a second, e
       state.failure = Math.floor(probe / 2) % 2 === 0 ? unavailable(`flap ${second}.${probe}`) : undefined
       answers.push((await app.inject('/readyz')).statusCode)
     }
-    clock.tick()
+    clock.runAll()
   }
   t.equal(answers.filter((status) => status === 503).length, 48, '/readyz answered each probe as the store was (48 of 96 probes 503)')
   const told = readinessLines(lines)
@@ -114,7 +114,7 @@ t.test('a store that flaps, probed 16 times a second for 6 s: a line a second, e
 t.test('a store ready at start says nothing; a ping that fails for a bug is logged with its stack', async (t) => {
   const { lines, logger } = collectLogs('info')
   const { state, store } = switchableStore()
-  const { app } = await build(t, { store }, { logger })
+  const { app } = await buildPlugin(t, { store }, { logger })
   t.same(await probes(app, 2), ['{"status":"ok"}'])
   t.same(readinessLines(lines), [], 'nothing at start')
   state.failure = new TypeError('undefined is not a function')

@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit'
 import Fastify, { type RouteOptions } from 'fastify'
 import t, { type Test } from 'tap'
 import plantStore from '../../src/plugin.js'
-import { AUTH, TOKEN } from '../helpers/app.js'
+import { AUTH, TOKEN } from '../helpers/plugin-app.js'
 
 /** A host with a global @fastify/rate-limit of 3 requests a minute per address. */
 async function limitedHost (t: Test, options: Record<string, unknown> = {}) {

@@ -5,7 +5,7 @@ import { forAjv } from '../../plugins/http/validation.js'
 import { DEFAULT_MAX_TEXT_LENGTH, sharedSchemas, webhookEventSchemas } from '../../schemas/index.js'
 import { OPTIONS_AJV_SCHEMA } from '../../src/options.js'
 import plantStore from '../../src/plugin.js'
-import { TOKEN } from '../helpers/app.js'
+import { TOKEN } from '../helpers/plugin-app.js'
 
 // The validators skip Ajv's check of each schema against the JSON Schema meta-schema at start-up
 // (validateSchema: false): this test is that check, for every schema they compile.

@@ -4,6 +4,7 @@ import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { AUTH, build, JSON_TYPE, type App } from '../helpers/app.js'
+import { eventually } from '../helpers/webhooks.js'
 
 async function documentOf (app: App) {
   return (await app.inject({ url: '/documentation/json' })).json()
@@ -139,9 +140,7 @@ t.test('each error example in the document is a message the service really sends
   await apps.limited.inject({ url: '/plants', headers: AUTH })
   await apps.throttled.inject({ url: '/plants', headers: { authorization: 'Bearer a-wrong-guess' } })
   // The load-shedding sampler reads the heap once a second: wait for it to shed.
-  for (let tries = 0; (await apps.overloaded.inject({ url: '/plants', headers: AUTH })).statusCode !== 503 && tries < 100; tries++) {
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
+  t.ok(await eventually(async () => (await apps.overloaded.inject({ url: '/plants', headers: AUTH })).statusCode === 503), 'the overloaded app sheds')
 
   const post = (payload: string, headers: Record<string, string> = AUTH): InjectOptions =>
     ({ method: 'POST', url: '/plants', headers: { ...JSON_TYPE, ...headers }, payload })
@@ -202,6 +201,14 @@ t.test('each error example in the document is a message the service really sends
     }
   }
   t.same(documented.sort(), Object.keys(requests).sort(), 'every route and status with examples is checked')
+})
+
+t.test('the documentation and its document are public', async (t) => {
+  const { app } = await build(t)
+  for (const url of ['/documentation/json', '/documentation']) {
+    const response = await app.inject({ url })
+    t.equal(response.statusCode, 200, url)
+  }
 })
 
 t.test('Swagger UI is served with every asset from the service itself', async (t) => {
