@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { connectionOptions } from '../../service/app.js'
-import { loadConfig } from '../../service/config/index.js'
-import { assertCreateShed, build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
-import { exchange } from '../helpers/exchange.js'
+import { connectionOptions } from '../../../service/app.js'
+import { loadConfig } from '../../../service/config/index.js'
+import { assertCreateShed, build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../../helpers/app.js'
+import { exchange } from '../../helpers/exchange.js'
 
 // The subtests are independent, and most wait on a timeout: three run at a time, so that the waits
 // overlap the default HEADERS_TIMEOUT's 10 s. The two that keep the loop busy come first, together,
