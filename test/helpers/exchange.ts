@@ -17,6 +17,9 @@ export async function exchange (port: number, first: string, drip?: string) {
   return { answer, waited: Date.now() - started }
 }
 
+/** The head of an HTTP/1.1 request: its request line (`POST /plants`), Host, the given fields, and the blank line. */
+export const requestHead = (line: string, ...fields: string[]) => [`${line} HTTP/1.1`, 'Host: x', ...fields, '', ''].join('\r\n')
+
 /** The statuses of the HTTP/1.1 answers in what a connection received, in order. */
 export const answers = (text: string) => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status))
 
