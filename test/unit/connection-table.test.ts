@@ -5,6 +5,7 @@
  */
 import t from 'tap'
 import { ConnectionTable, LINGER, SILENT_GRACE, STALLING_SCAN, type Answer, type ClientSocket, type ConnectionTableOptions } from '../../service/edge/connection-table.js'
+import { turns } from '../helpers/exchange.js'
 import { fakeClock } from '../helpers/fake-clock.js'
 
 class FakeSocket implements ClientSocket {
@@ -27,8 +28,7 @@ class FakeAnswer implements Answer {
   headersSent = false
 }
 
-/** Two turns of the event loop: the table has read what its new connections sent, and what closed is forgotten. */
-const turns = () => new Promise((resolve) => setImmediate(() => setImmediate(resolve)))
+// After `turns()` the table has read what its new connections sent, and forgotten what closed.
 
 function tableOf (options: Partial<ConnectionTableOptions<FakeSocket>> = {}) {
   const clock = fakeClock()
