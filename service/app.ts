@@ -105,7 +105,7 @@ export function loggerOptions (level: string) {
  */
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
-    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing,
+    maxConnections, maxTokenless, minBodyRate, bodyRateGrace, clock, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing,
     deliveryOnly: delivering = false, ...fastifyOptions
   } = serverOptions
   const app = Fastify({
@@ -143,7 +143,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   // First, so that every answer carries them, even one refused by the next two.
   await app.register(securityHeaders)
   // Its hook decides whether a request is taken in at all (not while shutting down).
-  await app.register(connections, { maxConnections, maxTokenless, minBodyRate, bodyRateGrace })
+  await app.register(connections, { maxConnections, maxTokenless, minBodyRate, bodyRateGrace, clock })
   await app.register(httpProtocol, { maxHeadersCount })
   // Error-shaped answers for unknown routes and for anything outside the plant-store plugin.
   await app.register(errorHandler, { notFound: true })

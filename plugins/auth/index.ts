@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { AuthThrottledError, UnauthenticatedError, UnauthorizedError } from '../http/errors.js'
 import type { WindowLimit } from '../http/limit-options.js'
+import { declareVerifiedToken, markVerified } from './verified-token.js'
 import { addressKey, secondsLeft, WindowCounter } from './window-counter.js'
 
 /** What a host's `authenticate` returns: who the request is from (the rate limit's key), or a refusal. */
@@ -124,6 +125,7 @@ function hostAuthentication (fastify: FastifyInstance, authenticate: Authenticat
     if (reply.sent) return reply
     if (typeof identity === 'string' && identity !== '') {
       hostIdentities.set(request, identity)
+      markVerified(request)
       return
     }
     if (identity !== false && identity !== null && identity !== undefined) {
@@ -137,9 +139,11 @@ function hostAuthentication (fastify: FastifyInstance, authenticate: Authenticat
  * RFC 6750 bearer authentication for the routes of the registering scope, or the host's own
  * (`authenticate`). Every refusal is a 401 in the Error shape (with a WWW-Authenticate challenge
  * for a token), logged at debug by the error handler; failures are limited per client address.
+ * A request whose credential verified says so to the hooks after auth's (`hasVerifiedToken`).
  */
 export default fp<AuthOptions>(async function auth (fastify, { tokens, authenticate, failureLimit }) {
   const throttle = failureThrottle(failureLimit)
+  declareVerifiedToken(fastify)
   if (authenticate !== undefined) return hostAuthentication(fastify, authenticate, throttle)
   await fastify.register(bearerAuth, {
     keys: [],
@@ -155,7 +159,10 @@ export default fp<AuthOptions>(async function auth (fastify, { tokens, authentic
     // it captures a stack trace that costs more than the rest of the refusal.
     if (request.headers.authorization === undefined || sentMoreThanOnce(request)) return done(refusal(reply, false))
     verify(request, reply, (error) => {
-      if (!error) return done()
+      if (!error) {
+        markVerified(request)
+        return done()
+      }
       // Only a token checked and refused is a guess: one refused unchecked (another scheme, a
       // second credential) told its sender nothing, and is not counted.
       if (!BEARER_TOKEN_SENT.test(request.headers.authorization!)) return done(refusal(reply, false))

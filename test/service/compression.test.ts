@@ -30,18 +30,20 @@ t.test('a full list page and Swagger UI\'s bundle are compressed when asked, sma
 
   const bundle = '/documentation/static/swagger-ui-bundle.js'
   const raw = await get(origin, bundle)
+  // Measured as CPU time of this process (server and client), which the machine's other work does not add to.
   const timings: number[] = []
   let zipped
   for (let run = 0; run < 3; run++) {
-    const started = performance.now()
+    const started = process.cpuUsage()
     zipped = await get(origin, bundle, gzip)
-    timings.push(performance.now() - started)
+    const { user, system } = process.cpuUsage(started)
+    timings.push((user + system) / 1000)
   }
   t.equal(zipped!.headers['content-encoding'], 'gzip')
   t.match(zipped!.headers, { vary: /accept-encoding/i, 'content-type': /javascript/, 'content-security-policy': /default-src 'self'/ })
   t.same(gunzipSync(zipped!.body), raw.body, 'the same file')
   t.ok(zipped!.body.length < raw.body.length / 2, `bundle ${raw.body.length} -> ${zipped!.body.length} bytes`)
-  t.ok(timings[2] < timings[0], `gzipped once, then served from memory: ${timings.map((ms) => ms.toFixed(1)).join(', ')} ms`)
+  t.ok(timings[2] < timings[0], `gzipped once, then served from memory: ${timings.map((ms) => ms.toFixed(1)).join(', ')} ms of CPU`)
   const small = await get(origin, '/documentation/static/index.css', gzip)
   t.notOk(small.headers['content-encoding'], 'a small file goes as it is')
   const refused = await get(origin, bundle, { 'accept-encoding': 'gzip;q=0' })

@@ -5,10 +5,13 @@
  */
 import { Agent, request } from 'node:http'
 import { connect, type AddressInfo, type Socket } from 'node:net'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
+import { SILENT_GRACE } from '../../service/edge/connection-table.js'
 import { build, TOKEN } from '../helpers/app.js'
+import { acceptedBy, turns } from '../helpers/exchange.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 import { pool } from '../helpers/load.js'
+import { eventually } from '../helpers/webhooks.js'
 
 const MAX_CONNECTIONS = 20
 // Twice the limit, as in the report (MAX_CONNECTIONS=200 against 400).
@@ -73,13 +76,18 @@ t.test(`${IDLE_FLOOD} reconnecting idle sockets against MAX_CONNECTIONS=${MAX_CO
 })
 
 /**
- * A server at `limit` connections, all for strangers (none has a token), and a way to open raw
- * sockets to it, each optionally sending a first chunk: their indexes, in the order the server closed them.
+ * A server at `limit` connections, all for strangers (none has a token), on a fake clock, and a way
+ * to open raw sockets to it, each optionally sending a first chunk: their indexes, in the order the
+ * server closed them. `allRead` waits until the server has accepted and read all those opened;
+ * `graceOver` moves the clock past the time a silent new connection is spared.
  */
 async function atTheLimit (t: Test, limit: number) {
-  const { app } = await build(t, {}, { maxConnections: limit, maxTokenless: limit })
+  const clock = fakeClock()
+  const { app } = await build(t, {}, { maxConnections: limit, maxTokenless: limit, clock })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
+  const accepted = acceptedBy(app.server)
+  const sent: number[] = []
   const opened: Socket[] = []
   const closed: number[] = []
   t.teardown(() => { for (const socket of opened) socket.destroy() })
@@ -89,20 +97,27 @@ async function atTheLimit (t: Test, limit: number) {
     socket.on('error', () => {}).on('close', () => closed.push(index)).resume()
     opened.push(socket)
     await new Promise((resolve) => socket.once('connect', resolve))
+    sent.push(first?.length ?? 0)
     if (first !== undefined) socket.write(first)
   }
+  const allRead = async () => {
+    await eventually(() => accepted.length === opened.length && sent.every((bytes, index) => accepted[index]!.bytesRead === bytes))
+    await turns()
+  }
+  const graceOver = () => clock.advance(SILENT_GRACE)
   const closedAtLeast = async (count: number) => {
-    for (const end = Date.now() + 10_000; closed.length < count && Date.now() < end;) await sleep(20)
+    await eventually(() => closed.length >= count, 10_000)
     return closed
   }
-  return { open, closedAtLeast }
+  return { open, allRead, graceOver, closedAtLeast }
 }
 
 t.test('a flood of more idle strangers than one scan looks at: room is made by closing the oldest of them', async (t) => {
   const limit = 100
-  const { open, closedAtLeast } = await atTheLimit(t, limit)
+  const { open, allRead, graceOver, closedAtLeast } = await atTheLimit(t, limit)
   for (let index = 0; index < limit; index++) await open()
-  await sleep(500) // past the grace a silent new connection is spared
+  await allRead()
+  await graceOver()
   for (let index = 0; index < 10; index++) await open()
   const closed = [...await closedAtLeast(10)].sort((a, b) => a - b)
   t.ok(closed.length >= 10, `room was made for the ten (${closed.length} closed)`)
@@ -112,9 +127,10 @@ t.test('a flood of more idle strangers than one scan looks at: room is made by c
 
 t.test('past the limit, a stranger stalled in its headers is closed before older idle ones', async (t) => {
   const limit = 20
-  const { open, closedAtLeast } = await atTheLimit(t, limit)
+  const { open, allRead, graceOver, closedAtLeast } = await atTheLimit(t, limit)
   for (let index = 0; index < limit - 1; index++) await open(index === 10 ? 'GET /plants/1 HTTP/1.1\r\nHost: x\r\n' : undefined)
-  await sleep(500) // past the grace a silent new connection is spared
+  await allRead()
+  await graceOver()
   await open()
   await open()
   t.equal((await closedAtLeast(1))[0], 10, 'the stalled one was closed first, though ten idle ones are older')

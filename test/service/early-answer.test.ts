@@ -2,33 +2,42 @@
  * A request refused before its body has come is answered once, and its connection let go at once
  *: not held while the body trickles in, and never answered a second time
  * (408) when REQUEST_TIMEOUT passes. A body that arrives absurdly slowly is cut off early (408), and
- * a transfer coding other than chunked is 501, in the Error shape.
+ * a transfer coding other than chunked is 501, in the Error shape. The policy's clock is a fake
+ * one here; test/system/processes/slow-body.test.ts cuts off a slow body in real time.
  */
 import { once } from 'node:events'
 import { connect } from 'node:net'
 import t from 'tap'
 import { UNKNOWN_TRANSFER_CODING } from '../../service/edge/http-protocol.js'
-import { exchange } from '../helpers/exchange.js'
+import { acceptedBy, answers, client, closesSoon, receivedWhen, requestHead, type Client } from '../helpers/exchange.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 import { rawRequest } from '../helpers/server-process.js'
 import { listening, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
+import { eventually } from '../helpers/webhooks.js'
 
 const VALID = `Authorization: Bearer ${TOKEN}`
 
-// The subtests are independent, and some wait on the server's timers: they run at once.
+// The subtests are independent: they run at once.
 t.jobs = 8
 
-/** Sends `head` and a first byte of body, then one byte every 300 ms; resolves the statuses answered, and when the server closed. */
+// A byte of body every this many ms, as long as the connection is open.
+const DRIP = 50
+
+/** Sends `head` and a first byte of body, then a byte every DRIP ms; resolves whether the server closed the connection soon, and what it answered. */
 async function trickle (port: number, head: string) {
-  const { answer, waited } = await exchange(port, `${head}[`, 'a')
-  return { statuses: [...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status)), answer, waited }
+  const connection = await client(port)
+  connection.socket.write(`${head}[`)
+  const drip = setInterval(() => connection.socket.write('a'), DRIP)
+  const closed = await closesSoon(connection)
+  clearInterval(drip)
+  return { closed, statuses: answers(connection.received()), answer: connection.received() }
 }
 
-const post = (path: string, ...headers: string[]) =>
-  [`POST ${path} HTTP/1.1`, 'Host: x', ...headers, 'Content-Length: 100000', '', ''].join('\r\n')
+const post = (path: string, ...headers: string[]) => requestHead(`POST ${path}`, ...headers, 'Content-Length: 100000')
 
-// Alone, before the others run at once: it measures how soon each refused connection is let go.
-t.test('a request refused while its body trickles in gets one answer, with Connection: close, and is let go at once', { buffered: false }, async (t) => {
-  const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000', BODY_MIN_RATE: '0' }))
+t.test('a request refused while its body trickles in gets one answer, with Connection: close, and is let go at once', async (t) => {
+  // Timeouts far longer than the test waits: the connection is let go by the answer, not by a timeout.
+  const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '60000', REQUEST_TIMEOUT: '60000', BODY_MIN_RATE: '0' }))
   const cases: Array<[string, string, number]> = [
     ['no token', post('/plants', 'Content-Type: application/json'), 401],
     ['a wrong token', post('/plants', 'Authorization: Bearer wrong', 'Content-Type: application/json'), 401],
@@ -36,10 +45,10 @@ t.test('a request refused while its body trickles in gets one answer, with Conne
     ['an unknown route', post('/nope', VALID, 'Content-Type: application/json'), 404]
   ]
   for (const [title, head, status] of cases) {
-    const { statuses, answer, waited } = await trickle(port, head)
-    t.same(statuses, [status], `${title}: ${status}, and no 408 after it`)
+    const { closed, statuses, answer } = await trickle(port, head)
+    t.ok(closed, `${title}: let go at once, not at REQUEST_TIMEOUT`)
+    t.same(statuses, [status], `${title}: ${status}, and nothing after it`)
     t.match(answer, /\r\nconnection: close\r\n/i, `${title}: with Connection: close`)
-    t.ok(waited < 1000, `${title}: closed after ${waited} ms, not at REQUEST_TIMEOUT`)
   }
   t.same(await storedPlants(store), [])
 })
@@ -54,7 +63,7 @@ t.test('a refused request whose whole body came with its headers keeps its conne
   socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
     'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
   await once(socket, 'close')
-  t.same([...answer.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map(([, status]) => Number(status)), [401, 200], 'the next request is answered too')
+  t.same(answers(answer), [401, 200], 'the next request is answered too')
 })
 
 t.test('a large body sent at full speed with a wrong token still gets its 401, not a reset connection', async (t) => {
@@ -69,41 +78,46 @@ t.test('a large body sent at full speed with a wrong token still gets its 401, n
   }
 })
 
-t.test('BODY_MIN_RATE: a body slower than it, once BODY_RATE_GRACE has passed, is answered 408 and let go', async (t) => {
-  const { port, store } = await listening(t, {}, settingsFrom({ BODY_MIN_RATE: '100', BODY_RATE_GRACE: '1000' }))
-  // Three connections at once, each on its own: their waits overlap.
-  const tooSlow = async () => {
-    const slow = await trickle(port, post('/plants', VALID, 'Content-Type: application/json'))
-    t.same(slow.statuses, [408], 'one byte every 300 ms: 408')
-    t.match(slow.answer, /\{"error":408,"message":"Request timed out"\}$/, 'in the Error shape')
-    t.ok(slow.waited >= 950 && slow.waited < 1500, `after ${slow.waited} ms, not at REQUEST_TIMEOUT`)
+t.test('BODY_MIN_RATE: a body slower than it, once BODY_RATE_GRACE has passed, is answered 408 and let go; one fast enough is stored', async (t) => {
+  const clock = fakeClock()
+  const { app, port, store } = await listening(t, {}, { ...settingsFrom({ BODY_MIN_RATE: '100', BODY_RATE_GRACE: '1000' }), clock })
+  const accepted = acceptedBy(app.server)
+  // What each connection sent, in bytes.
+  const sent = [0, 0, 0]
+  /** Sends `text` on the `index`th connection, and resolves once the server has read what it sent so far. */
+  const send = async (index: number, connection: Client, text: string) => {
+    connection.socket.write(text)
+    sent[index] += Buffer.byteLength(text)
+    await eventually(() => accepted[index]?.bytesRead === sent[index])
   }
+  // A head and one byte of its body, then nothing.
+  const tooSlow = await client(port)
+  await send(0, tooSlow, `${post('/plants', VALID, 'Content-Type: application/json')}[`)
   // 50 bytes every 100 ms (500 bytes/s): a slow body, but fast enough.
-  const slowEnough = async () => {
-    const body = `{"id":1,"name":"${'a'.repeat(900)}"}`
-    const socket = connect(port, '127.0.0.1')
-    let answer = ''
-    socket.setEncoding('utf8')
-    socket.on('data', (chunk: string) => { answer += chunk })
-    socket.write(`POST /plants HTTP/1.1\r\nHost: x\r\n${VALID}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`)
-    for (let sent = 0; sent < body.length; sent += 50) {
-      await new Promise((resolve) => setTimeout(resolve, 100))
-      socket.write(body.slice(sent, sent + 50))
-    }
-    await once(socket, 'close')
-    t.match(answer, /^HTTP\/1\.1 200 /, 'a body at 500 bytes/s over ~2 s is stored')
+  const body = `{"id":1,"name":"${'a'.repeat(900)}"}`
+  const slowEnough = await client(port)
+  await send(1, slowEnough, requestHead('POST /plants', VALID, 'Content-Type: application/json', 'Connection: close', `Content-Length: ${body.length}`))
+  // A whole body on a connection kept open past the checks: it is no longer watched.
+  const keptOpen = await client(port)
+  const second = '{"id":2,"name":"kept"}'
+  await send(2, keptOpen, requestHead('POST /plants', VALID, 'Content-Type: application/json', `Content-Length: ${second.length}`) + second)
+  t.same(answers(await receivedWhen(keptOpen, (text) => answers(text).length > 0)), [200], 'the whole body is stored')
+
+  for (let chunk = 0; chunk * 50 < body.length; chunk++) {
+    await send(1, slowEnough, body.slice(chunk * 50, chunk * 50 + 50))
+    await clock.advance(100)
+    // BODY_RATE_GRACE has passed after the tenth step.
+    if (chunk === 8) t.notOk(accepted[0]!.writableEnded, 'within BODY_RATE_GRACE, the slow body is waited for')
   }
-  // A whole body on a connection kept open past the next checks: it is no longer watched.
-  const keptOpen = async () => {
-    const kept = connect(port, '127.0.0.1')
-    const second = '{"id":2,"name":"kept"}'
-    kept.write(`POST /plants HTTP/1.1\r\nHost: x\r\n${VALID}\r\nContent-Type: application/json\r\nContent-Length: ${second.length}\r\n\r\n${second}`)
-    await once(kept, 'data')
-    await new Promise((resolve) => setTimeout(resolve, 1500))
-    t.notOk(kept.destroyed, 'the keep-alive connection is still open after BODY_RATE_GRACE')
-    kept.destroy()
-  }
-  await Promise.all([tooSlow(), slowEnough(), keptOpen()])
+  t.ok(await closesSoon(tooSlow), 'the slow body is cut off')
+  t.same(answers(tooSlow.received()), [408], 'with a 408')
+  t.match(tooSlow.received(), /\{"error":408,"message":"Request timed out"\}$/, 'in the Error shape')
+  await slowEnough.closed
+  t.match(slowEnough.received(), /^HTTP\/1\.1 200 /, 'a body at 500 bytes/s over ~2 s is stored')
+  await clock.advance(1000)
+  keptOpen.socket.write(requestHead('GET /healthz', 'Connection: close'))
+  await keptOpen.closed
+  t.same(answers(keptOpen.received()), [200, 200], 'the keep-alive connection is still open after BODY_RATE_GRACE, and answers')
   t.same((await storedPlants(store)).map((plant) => plant.id), [1n, 2n])
 })
 

@@ -1,19 +1,20 @@
+/**
+ * The load and rate limits of the service, and the connection settings it derives from its
+ * environment. The HTTP timeouts themselves (Node's timers, in real time) are tested in
+ * test/system/processes/http-timeouts.test.ts.
+ */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { connectionOptions } from '../../service/app.js'
 import { loadConfig } from '../../service/config/index.js'
-import { assertCreateShed, build, createPlant, listening, OTHER_TOKEN, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
-import { exchange } from '../helpers/exchange.js'
+import { assertCreateShed, build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/app.js'
 
-// The subtests are independent, and most wait on a timeout: three run at a time, so that the waits
-// overlap the default HEADERS_TIMEOUT's 10 s. The two that keep the loop busy come first, together,
-// so that the shorter timeouts are measured after them, not held up by them.
+// The subtests are independent; the two that keep the loop busy run together, at the start.
 t.jobs = 3
 
 /**
  * Keeps the event loop busy for `ms`, in slices of 100 ms with a turn of the loop between them:
- * every load sample taken meanwhile sees it over half busy and each of its turns delayed, while
- * the timeouts the other subtests wait for are held up by at most a slice.
+ * every load sample taken meanwhile sees it over half busy and each of its turns delayed.
  */
 async function busyFor (ms: number) {
   const until = Date.now() + ms
@@ -23,18 +24,6 @@ async function busyFor (ms: number) {
     await new Promise((resolve) => setImmediate(resolve))
   }
 }
-
-// Each timeout must act no sooner than its setting and long before the next mechanism that could
-// close the connection (the 30 s to 72 s defaults), with seconds of slack for a loaded machine.
-const TIMED_OUT = /^HTTP\/1\.1 408 [^]*\r\n\r\n\{"error":408,"message":"Request timed out"\}$/
-
-// First, so that the longest wait starts before the others.
-t.test('the default HEADERS_TIMEOUT (10 s) acts within 20 s, not at Node\'s 30 s check', { timeout: 60_000 }, async (t) => {
-  const { port } = await listening(t, {}, settingsFrom({}))
-  const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
-  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 9950 && waited < 20_000, `after ${waited} ms`)
-})
 
 t.test('an overloaded process sheds plant requests with 503 and Retry-After, and nothing is stored', async (t) => {
   const { app, store } = await build(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 7 } })
@@ -75,49 +64,6 @@ t.test('with a rate limit, each token gets its own budget; beyond it 429 in the 
 t.test('without a rate limit configured, there is none', async (t) => {
   const { app } = await build(t)
   for (let id = 0; id < 50; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200)
-})
-
-t.test('HEADERS_TIMEOUT=1000: headers still incomplete after a second are answered 408 within a few seconds', async (t) => {
-  const { port } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000' }))
-  const { answer, waited } = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', 'X-Slow: 1\r\n')
-  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 950 && waited < 4000, `after ${waited} ms`)
-})
-
-t.test('REQUEST_TIMEOUT=2000: a body still incomplete after two seconds is answered 408 within a few seconds, nothing stored', async (t) => {
-  const { port, store } = await listening(t, {}, settingsFrom({ HEADERS_TIMEOUT: '1000', REQUEST_TIMEOUT: '2000' }))
-  const { answer, waited } = await exchange(port,
-    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"id":1,"name":"`, 'a')
-  t.match(answer, TIMED_OUT, 'a 408 in the Error shape')
-  t.ok(waited >= 1950 && waited < 6000, `after ${waited} ms`)
-  t.same(await storedPlants(store), [])
-})
-
-t.test('CONNECTION_TIMEOUT=1000: a request that has begun and then goes silent is answered 408, nothing stored', async (t) => {
-  const { port, store } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000', HEADERS_TIMEOUT: '20000' }))
-  const headers = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n')
-  t.match(headers.answer, TIMED_OUT, 'headers begun: a 408 in the Error shape')
-  t.ok(headers.waited >= 950 && headers.waited < 4000, `after ${headers.waited} ms`)
-  const body = await exchange(port,
-    `POST /plants HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"id":1,`)
-  t.match(body.answer, TIMED_OUT, 'body begun: a 408 in the Error shape')
-  t.ok(body.waited >= 950 && body.waited < 4000, `after ${body.waited} ms`)
-  t.same(await storedPlants(store), [])
-})
-
-t.test('CONNECTION_TIMEOUT=1000: a silent connection is closed without a word', async (t) => {
-  const { port } = await listening(t, {}, settingsFrom({ CONNECTION_TIMEOUT: '1000' }))
-  const silent = await exchange(port, '')
-  t.equal(silent.answer, '', 'nothing sent on a connection that said nothing')
-  t.ok(silent.waited >= 950 && silent.waited < 4000, `closed after ${silent.waited} ms`)
-})
-
-t.test('KEEP_ALIVE_TIMEOUT=1000: a connection idle after its answer is closed without another word', async (t) => {
-  const { port } = await listening(t, {}, settingsFrom({ KEEP_ALIVE_TIMEOUT: '1000' }))
-  const idle = await exchange(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n')
-  // Node keeps the connection a second longer than it tells the client, so that the client closes first.
-  t.match(idle.answer, /^HTTP\/1\.1 200 [^]*\{"status":"ok"\}$/, 'only the answer to its request')
-  t.ok(idle.waited >= 950 && idle.waited < 5000, `closed after ${idle.waited} ms`)
 })
 
 t.test('the connection limits follow the settings', async (t) => {
