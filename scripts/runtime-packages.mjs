@@ -20,7 +20,8 @@ export const READS_ITS_FILES = ['@fastify/swagger-ui']
  */
 export const TRACING = [
   '@fastify/otel', '@opentelemetry/api', '@opentelemetry/context-async-hooks', '@opentelemetry/core',
-  '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-trace'
+  '@opentelemetry/exporter-trace-otlp-grpc', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/exporter-trace-otlp-proto',
+  '@opentelemetry/resources', '@opentelemetry/sdk-trace'
 ]
 
 /**

@@ -126,8 +126,13 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   if (tracing !== undefined) {
-    // The first onClose hook runs last: the spans of the last requests and attempts are sent.
-    app.addHook('onClose', () => tracing.shutdown())
+    app.log.info(tracing.target, 'tracing on: spans are sent over OTLP')
+    // The first onClose hook runs last: the spans of the last requests and attempts are sent, within a bound.
+    app.addHook('onClose', async () => {
+      if (await tracing.shutdown() === 'dropped') {
+        app.log.warn(tracing.target, 'tracing: some spans could not be sent (the collector refused them, was unreachable or too slow) and were dropped')
+      }
+    })
     // Before any route: it instruments each as it is added.
     await app.register(tracing.plugin)
   }

@@ -4,26 +4,25 @@ import t from 'tap'
 import { loadConfig } from '../../service/config/index.js'
 import { loadTracing, systemOf } from '../../service/observe/tracing/index.js'
 import { samplerOf } from '../../service/observe/tracing/sdk.js'
-import { tracingOn } from '../../service/observe/tracing/settings.js'
+import { tracerProvider } from '../../service/observe/tracing/provider.js'
+import { otlpEndpoint, otlpProtocol, tracingOn, type OtlpProtocol } from '../../service/observe/tracing/settings.js'
 import { linksTo } from '../../service/observe/tracing/webhooks.js'
 import type { ClaimedDelivery } from '../../plugins/store/outbox.js'
 import { tracedAttempt } from '../../plugins/webhooks/delivery/tracing.js'
 import { AUTH, build, JSON_TYPE } from '../helpers/app.js'
+import { blackHole, closedPort, grpcCollector, httpCollector, type CollectedSpan } from '../helpers/otlp-collector.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
-interface Attribute { key: string, value: { stringValue?: string, intValue?: string | number } }
-interface Span { traceId: string, spanId: string, name: string, attributes: Attribute[], links?: Array<{ traceId: string, spanId: string }> }
-
-const attributesOf = (span: Span) => Object.fromEntries(span.attributes.map(({ key, value }) => [key, value.stringValue ?? value.intValue]))
+const attributesOf = (span: CollectedSpan) => span.attributes
 
 t.test('traces of the app: a span per request named by its route, per store operation (its status on failure), per webhook attempt', async (t) => {
-  const collector = await startReceiver(t)
+  const collector = await httpCollector(t)
   let answers = 0
   // The first delivery fails (500), its retry succeeds.
   const hook = await startReceiver(t, (response) => { response.statusCode = answers++ === 0 ? 500 : 204; response.end() })
   const store = `sqlite:${t.testdir({})}/plants.db`
-  const config = loadConfig({ DATABASE_URL: store, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.url}/v1/traces` })
+  const config = loadConfig({ DATABASE_URL: store, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${collector.endpoint}/v1/traces` })
   // The exporter reads its endpoint from the environment.
   process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = config.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
   t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
@@ -46,8 +45,8 @@ t.test('traces of the app: a span per request named by its route, per store oper
   t.ok(await eventually(async () => unreachableTried.test((await app.inject({ url: '/metrics' })).body)), 'the unreachable endpoint was tried')
   await app.close()
 
-  const spans: Span[] = collector.received.flatMap(({ body }) => (JSON.parse(body) as { resourceSpans: Array<{ scopeSpans: Array<{ spans: Span[] }> }> })
-    .resourceSpans.flatMap(({ scopeSpans }) => scopeSpans.flatMap(({ spans }) => spans)))
+  t.ok(collector.exports.every(({ contentType }) => contentType === 'application/x-protobuf'), 'sent as OTLP/HTTP protobuf, the default')
+  const spans = collector.spans()
   const named = (name: string) => spans.filter((span) => span.name === name)
   t.equal(named('POST /plants').length, 2, 'each request is named by its route')
   t.equal(named('GET').length, 1, 'one that matched no route by its method alone')
@@ -57,7 +56,7 @@ t.test('traces of the app: a span per request named by its route, per store oper
   t.equal(named('SELECT plants').length, 2, 'a read and a page')
   t.equal(named('DELETE plants').length, 1)
   t.equal(named('GET /readyz').length, 1)
-  t.notOk(collector.received.some(({ body }) => body.includes('Private fern') || body.includes('hidden')), 'no value, no query')
+  t.notOk(JSON.stringify(collector.resources()).match(/Private fern|hidden/), 'no value, no query')
   const attempts = named('webhook plant.created').filter((span) => attributesOf(span)['plant_store.webhook.endpoint'] === 'e0')
   t.same(attempts.map((span) => [attributesOf(span)['plant_store.webhook.outcome'], attributesOf(span)['error.type']]),
     [['http_error', '500'], ['success', undefined]], 'an attempt span each, a failed one with its status')
@@ -89,6 +88,19 @@ t.test('OTEL_TRACES_SAMPLER: each standard sampler, with its ratio', async (t) =
   t.match(samplerOf('parentbased_always_on', 1).toString(), /^ParentBased\{root=AlwaysOnSampler/)
   t.match(samplerOf('parentbased_always_off', 1).toString(), /^ParentBased\{root=AlwaysOffSampler/)
   t.match(samplerOf('parentbased_traceidratio', 0.5).toString(), /^ParentBased\{root=TraceIdRatioBased\{0.5\}/)
+})
+
+t.test('the protocol and the endpoint traces go to, as the OTLP exporter specification derives them', async (t) => {
+  t.equal(otlpProtocol({}), 'http/protobuf', 'http/protobuf by default')
+  t.equal(otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), 'grpc')
+  t.equal(otlpProtocol({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json' }), 'http/json', 'the traces\' own setting first')
+  t.equal(otlpEndpoint({}), 'http://localhost:4318/v1/traces', 'the default over HTTP')
+  t.equal(otlpEndpoint({ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), 'http://localhost:4317', 'the default over gRPC')
+  t.equal(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://collector:4318/' }), 'https://collector:4318/v1/traces', '/v1/traces appended to the general URL')
+  t.equal(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/base' }), 'http://collector:4318/base/v1/traces')
+  t.equal(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }), 'http://collector:4317', 'gRPC: as it is')
+  t.equal(otlpEndpoint({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://a:1', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://user:secret@b:2/traces?key=secret' }), 'http://b:2/traces',
+    'the traces\' own URL as it is, without its credentials or query')
 })
 
 t.test('which settings turn tracing on', async (t) => {
@@ -132,9 +144,37 @@ t.test('an OTEL_* setting the service cannot honour is refused with one line nam
     [{ OTEL_TRACES_SAMPLER: 'sometimes' }, 'OTEL_TRACES_SAMPLER must be equal to one of the allowed values; set OTEL_TRACES_SAMPLER to one of ' +
       'parentbased_always_on, parentbased_always_off, parentbased_traceidratio, always_on, always_off, traceidratio (default parentbased_always_on).'],
     [{ OTEL_TRACES_SAMPLER_ARG: '2' }, 'OTEL_TRACES_SAMPLER_ARG must be <= 1; set OTEL_TRACES_SAMPLER_ARG to the share of traces the traceidratio samplers keep, 0 to 1 (default 1).'],
-    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' }, 'OTEL_EXPORTER_OTLP_PROTOCOL must be equal to one of the allowed values; set OTEL_EXPORTER_OTLP_PROTOCOL to http/json, the only one the service sends.'],
+    [{ OTEL_EXPORTER_OTLP_PROTOCOL: 'http/thrift' }, 'OTEL_EXPORTER_OTLP_PROTOCOL must be equal to one of the allowed values; set OTEL_EXPORTER_OTLP_PROTOCOL to ' +
+      'the OTLP protocol: http/protobuf, http/json, grpc (default http/protobuf).'],
     [{ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' }, 'OTEL_EXPORTER_OTLP_ENDPOINT must match pattern "^https?://"; set OTEL_EXPORTER_OTLP_ENDPOINT to the http(s) URL of an ' +
-      'OTLP/HTTP collector, such as http://127.0.0.1:4318 (traces go to its /v1/traces); it turns tracing on.']
+      'OTLP collector, such as http://127.0.0.1:4318 (over HTTP, traces go to its /v1/traces; gRPC: http://127.0.0.1:4317); it turns tracing on.']
   ]
   for (const [env, message] of refusals) t.throws(() => loadConfig(env), { name: 'ConfigError', message: `Invalid configuration: ${message}` }, Object.keys(env)[0])
+})
+
+t.test('a tracer provider sends spans in each OTLP protocol, and its shutdown says whether the collector took them, within its bound', async (t) => {
+  const endpoints: Array<[OtlpProtocol, string]> = [
+    ['http/protobuf', `${(await httpCollector(t)).endpoint}/v1/traces`], ['http/json', `${(await httpCollector(t)).endpoint}/v1/traces`]
+  ]
+  const grpc = await grpcCollector(t)
+  endpoints.push(['grpc', grpc.endpoint])
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
+  const provide = async (protocol: OtlpProtocol, endpoint: string) => {
+    process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = endpoint
+    const made = await tracerProvider({ sampler: 'always_on', ratio: 1, protocol })
+    made.provider.getTracer('test').startSpan(`span over ${protocol}`).end()
+    return made
+  }
+  for (const [protocol, endpoint] of endpoints) {
+    const { shutdown } = await provide(protocol, endpoint)
+    t.equal(await shutdown(), 'sent', `${protocol}: the collector took it`)
+  }
+  t.same(grpc.spans().map(({ name }) => name), ['span over grpc'], 'the gRPC collector decoded it')
+  const refused = await provide('http/protobuf', `${await closedPort()}/v1/traces`)
+  t.equal(await refused.shutdown(5000), 'dropped', 'a closed port: dropped')
+  // The exporter would wait a minute for the answer: only the bound ends the shutdown (or tap's timeout, failing).
+  process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '60000'
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT })
+  const silent = await provide('http/protobuf', `${(await blackHole(t)).endpoint}/v1/traces`)
+  t.equal(await silent.shutdown(50), 'dropped', 'a collector that never answers: dropped once the bound has passed')
 })

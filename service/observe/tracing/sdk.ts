@@ -5,6 +5,7 @@ import { threadModule } from '../../../src/service-api.js'
 import type { Config } from '../../config/index.js'
 import { pathOf } from '../request-log.js'
 import { tracerProvider, TRACER_NAME, type ProviderSettings } from './provider.js'
+import { otlpEndpoint, otlpProtocol } from './settings.js'
 import { tracedStore } from './store.js'
 import type { Tracing } from './types.js'
 import { webhookTracing } from './webhooks.js'
@@ -12,15 +13,16 @@ import { webhookTracing } from './webhooks.js'
 export { samplerOf } from './provider.js'
 
 /**
- * Sets up tracing (loaded only when it is on): a tracer provider exporting batches over OTLP/HTTP
- * (provider.ts), W3C trace context, and what the service traces: its requests (@fastify/otel, one
+ * Sets up tracing (loaded only when it is on): a tracer provider exporting batches over OTLP, in the
+ * protocol OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL names (provider.ts), W3C trace context, and what the service traces: its requests (@fastify/otel, one
  * span per request named by its route), its store, its webhook deliveries (their spans made in the
  * delivery thread, which starts from service/entry-points/traced-delivery-thread.ts with these settings). `system`: the store's
  * database system (sqlite, postgresql, memory).
  */
-export function startTracing (config: Config, system: string): Tracing {
-  const settings: ProviderSettings = { sampler: config.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on', ratio: config.OTEL_TRACES_SAMPLER_ARG ?? 1 }
-  const provider = tracerProvider(settings)
+export async function startTracing (config: Config, system: string): Promise<Tracing> {
+  const protocol = otlpProtocol(config)
+  const settings: ProviderSettings = { sampler: config.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on', ratio: config.OTEL_TRACES_SAMPLER_ARG ?? 1, protocol }
+  const { provider, shutdown } = await tracerProvider(settings)
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())
   trace.setGlobalTracerProvider(provider)
   const requests = new FastifyOtelInstrumentation({
@@ -40,7 +42,8 @@ export function startTracing (config: Config, system: string): Tracing {
     plugin: requests.plugin(),
     wrapStore: (store) => tracedStore(store, tracer, system),
     webhooks: { ...webhookTracing(tracer), thread: { entry: threadModule(import.meta.url, (extension) => new URL(`../../entry-points/traced-delivery-thread${extension}`, import.meta.url), 'webhook-delivery-traced'), data: settings } },
-    // Sends what is batched still: called last at shutdown, once the webhook attempts have ended.
-    shutdown: () => provider.shutdown()
+    target: { protocol, endpoint: otlpEndpoint(config, protocol) },
+    // Sends what is batched still, within a bound: called last at shutdown, once the webhook attempts have ended.
+    shutdown: () => shutdown()
   }
 }

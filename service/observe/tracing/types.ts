@@ -8,6 +8,8 @@ export interface Tracing {
   /** The store, each operation in a span of its own. */
   wrapStore (store: PlantStore): PlantStore
   webhooks: WebhookTracing
-  /** Sends the spans still batched, and stops. */
-  shutdown (): Promise<void>
+  /** Where spans go, for the start-up line: the protocol and the endpoint (never its headers). */
+  target: { protocol: string, endpoint: string }
+  /** Sends the spans still batched within a bound, and stops: 'dropped' when some could not be sent. */
+  shutdown (): Promise<'sent' | 'dropped'>
 }
