@@ -1,5 +1,5 @@
 // The clock straight from its own module, not through src/service-api.ts: the table loads no Fastify.
-import { every, type Clock } from '../../plugins/http/clock.js'
+import { every, type Clock } from '../../src/service-api.js'
 
 /** What the table reads of a client's socket (a net.Socket), and does to it. */
 export interface ClientSocket {
