@@ -1,13 +1,11 @@
 import pg from 'pg'
 import type { NewPlant } from '../../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
-import {
-  DEADLINE_AFTER_STATEMENT_MS, ignore, INT8_OID, poolFor, query, STATEMENT_TIMEOUT_MS, withClient, type PoolOptions
-} from './connection.js'
+import { ignore, poolFor, query, STATEMENT_TIMEOUT_MS, type PoolOptions } from './connection.js'
 import { answerFor, isSettingError, PostgresFailure } from './failures.js'
 import { checkShape } from './migration.js'
 import { DEFAULT_TABLE, sqlName, type TableName } from './table.js'
-import { TableCheck } from './checked-table.js'
+import { CheckedTable } from './checked-table.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
@@ -58,8 +56,6 @@ function groupsById (batch: PendingCreate[]): PendingCreate[][] {
   return [...groups.values()]
 }
 
-type Work<R> = (client: pg.PoolClient, used: Promise<void>) => Promise<R>
-
 /**
  * A store in a PostgreSQL database, shared by any number of service instances, on a pool of its
  * own (for a URL) or on a host's `pg.Pool`, which it uses and never ends. It resolves even when
@@ -75,8 +71,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   readonly #listening = new Set<() => Promise<void>>()
   readonly #shared: boolean
   readonly #name: TableName
-  readonly #queryTimeout: number
-  readonly #table: TableCheck
+  readonly #table: CheckedTable
   #outbox: OutboxState | undefined
   // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
   // INSERT, so they share one round trip and one WAL flush. The database's own primary key
@@ -86,10 +81,9 @@ class PostgresStore implements PlantStore, OutboxStore {
   constructor (source: string | pg.Pool, options: PostgresStoreOptions) {
     const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
     this.#name = { schema, table }
-    this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
     this.#shared = typeof source !== 'string'
     this.#pool = poolFor(source, options, statementTimeout)
-    this.#table = new TableCheck(this.#pool, this.#name, schema !== undefined, log)
+    this.#table = new CheckedTable(this.#pool, this.#name, { makeSchema: schema !== undefined, statementTimeout, log })
   }
 
   // Named by schema once the first migration has resolved it: a search_path changed later does not move the store.
@@ -116,47 +110,6 @@ class PostgresStore implements PlantStore, OutboxStore {
       }
     }
     this.#table.started = true
-  }
-
-  /**
-   * Runs `work` once the table is there and usable. After a failure that is not the id's nor an
-   * outage's (a column renamed, the primary key dropped, a privilege revoked, the table dropped),
-   * the table is checked again: an unusable one makes the failure a `table` one (503), a missing
-   * one is made again and the work tried once more. Once more too when the session's prepared
-   * statements were not what the driver held (on another connection: withClient closed that one).
-   */
-  async #run<R> (work: Work<R>, again = true): Promise<R> {
-    const used = this.#table.migrated()
-    await used
-    try {
-      return await withClient(this.#pool, (client) => work(client, used), this.#queryTimeout)
-    } catch (error) {
-      const { where } = error as PostgresFailure
-      if (where === 'session' && again) return this.#run(work, false)
-      if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
-      await this.#table.recheck(used)
-      if (where === 'schema' && again) return this.#run(work, false)
-      throw error
-    }
-  }
-
-  /**
-   * Ids that come back as anything but int8 mean the table was changed under the store (a column
-   * retyped): it is checked again, which fails (503) when the change makes it unusable.
-   */
-  #checkIds (result: pg.QueryResult, used: Promise<void>) {
-    return result.fields[0].dataTypeID === INT8_OID
-      ? undefined
-      : this.#table.recheck(used).then(undefined, (error: unknown) => { throw answerFor(error as PostgresFailure) })
-  }
-
-  /** `run`, with a failure turned into what it means to a client. */
-  async #answered<R> (work: Work<R>): Promise<R> {
-    try {
-      return await this.#run(work)
-    } catch (error) {
-      throw answerFor(error as PostgresFailure)
-    }
   }
 
   /** The INSERT's parameters: the plants, and with plant.created subscribed, their events. */
@@ -189,7 +142,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       const values = await this.#insertValues(groups.map(([first]) => first))
       // A named statement: each connection parses and plans it once (~10 % more creates per second
       // in the bench, beside pgbench's INSERT).
-      result = await this.#run((client, migration) => {
+      result = await this.#table.run((client, migration) => {
         used = migration
         return query<{ id: unknown }>(client, this.#insertBatch.text, values, this.#insertBatch.name)
       })
@@ -215,7 +168,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     let failure: Error | undefined
     if (missing.length > 0) {
       try {
-        taken = await this.#answered(async (client) => {
+        taken = await this.#table.answered(async (client) => {
           await checkShape(client, this.#name)
           const { rows } = await query<{ id: unknown }>(client, `SELECT id FROM ${this.#tableSql} WHERE id = ANY($1::int8[])`, [missing])
           return new Set(rows.map(({ id }) => String(id)))
@@ -235,33 +188,33 @@ class PostgresStore implements PlantStore, OutboxStore {
       for (const { reject } of repeats) reject(answer)
     }
     // The rows are in, and answered as such; the table is checked after (its failure is logged there).
-    await this.#checkIds(result, used!)?.catch(ignore)
+    await this.#table.checkIds(result, used!)?.catch(ignore)
   }
 
   create = (plant: NewPlant) => this.#commits.create(plant, this.#outbox?.options.traceContext?.())
 
   get = async (id: bigint) => {
-    const { rows: [row] } = await this.#answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${this.#tableSql} WHERE id = $1`, [id]))
+    const { rows: [row] } = await this.#table.answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${this.#tableSql} WHERE id = $1`, [id]))
     return row && toPlant(row.name, row.tag)
   }
 
   list = async ({ after, limit }: ListOptions) => {
     let used: Promise<void>
     const table = this.#tableSql
-    const result = await this.#answered((client, migration) => {
+    const result = await this.#table.answered((client, migration) => {
       used = migration
       return after === undefined
         ? query<PlantRow>(client, `SELECT id, name, tag FROM ${table} ORDER BY id LIMIT $1`, [limit])
         : query<PlantRow>(client, `SELECT id, name, tag FROM ${table} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
     })
-    await this.#checkIds(result, used!)
+    await this.#table.checkIds(result, used!)
     return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
   }
 
   delete = async (id: bigint) => {
     const outbox = this.#outbox
     if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
-      const { rowCount } = await this.#answered((client) => query(client, `DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
+      const { rowCount } = await this.#table.answered((client) => query(client, `DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
       return rowCount === 1
     }
     const at = new Date()
@@ -269,7 +222,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     const { tables, to } = outbox
     const deleteSql = deleteWithEventSql(this.#tableSql, tables)
     await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
-    const { rowCount } = await this.#answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted'], traceContext?.() ?? null]))
+    const { rowCount } = await this.#table.answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted'], traceContext?.() ?? null]))
     if (rowCount === 1) committed?.('plant.deleted', 1)
     return rowCount === 1
   }
@@ -280,7 +233,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     // Made now when the server answers; while it is down, by the first operation that needs them.
     let made: Promise<void> | undefined
     const tablesMade = () => {
-      made ??= this.#run((client) => createOutboxTables(client, tables, this.#name, endpointNames)).catch((error: unknown) => {
+      made ??= this.#table.run((client) => createOutboxTables(client, tables, this.#name, endpointNames)).catch((error: unknown) => {
         made = undefined
         throw error
       })
@@ -293,7 +246,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     }
     const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) => {
       await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
-      return this.#answered((client) => query<R>(client, text, values, statement))
+      return this.#table.answered((client) => query<R>(client, text, values, statement))
     }
     this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
     return postgresOutbox(tables, runQuery, outboxOptions, {
@@ -309,7 +262,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   ping = async () => {
     this.#table.forgetUnusable()
     const ping = pingSql(this.#tableSql)
-    await this.#answered(async (client) => {
+    await this.#table.answered(async (client) => {
       const { rows: [{ writable }] } = await query<{ writable: boolean }>(client, ping)
       // Thrown inside, so that the read-only session is closed rather than pooled.
       if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
