@@ -1,5 +1,6 @@
 import pg from 'pg'
 import type { NewPlant } from '../../../schemas/index.js'
+import { systemClock, type Clock } from '../../http/clock.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import { ignore, poolFor, query, STATEMENT_TIMEOUT_MS, type PoolOptions } from './connection.js'
 import { answerFor, isSettingError, PostgresFailure } from './failures.js'
@@ -40,6 +41,8 @@ const pingSql = (table: string) => `SELECT current_setting('transaction_read_onl
 /** What the store holds once webhooks are on: creates and deletes then write their events in the same statement. */
 interface OutboxState {
   options: OutboxOptions
+  /** What events are stamped with. */
+  clock: Clock
   to: Subscribers
   tables: ReturnType<typeof outboxTables>
   tablesMade: () => Promise<void>
@@ -120,7 +123,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
       await outbox.tablesMade()
       // The message ids are made for every plant of the batch; only those of the rows inserted are stored.
-      const at = new Date()
+      const at = new Date(outbox.clock.now())
       const { payloads } = outbox.options
       const traced = creates.some(({ traceContext }) => traceContext !== undefined)
       values.push(payloads.createdHead(at), JSON.stringify(plants.map(() => payloads.messageId())), at,
@@ -217,7 +220,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       const { rowCount } = await this.#table.answered((client) => query(client, `DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
       return rowCount === 1
     }
-    const at = new Date()
+    const at = new Date(outbox.clock.now())
     const { payloads, committed, traceContext } = outbox.options
     const { tables, to } = outbox
     const deleteSql = deleteWithEventSql(this.#tableSql, tables)
@@ -248,7 +251,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
       return this.#table.answered((client) => query<R>(client, text, values, statement))
     }
-    this.#outbox = { options: outboxOptions, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
+    this.#outbox = { options: outboxOptions, clock: outboxOptions.clock ?? systemClock, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
     return postgresOutbox(tables, runQuery, outboxOptions, {
       plantsTable: this.#name.table,
       // pg-pool fills in its default (10) when a pool is made without one.

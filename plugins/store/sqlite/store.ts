@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant } from '../../../schemas/index.js'
+import { systemClock, type Clock } from '../../http/clock.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
@@ -302,6 +303,8 @@ class SqliteStore implements PlantStore, OutboxStore {
   #outbox: ReturnType<typeof openSqliteOutbox> | undefined
   #committed: NonNullable<OutboxOptions['committed']> = () => {}
   #traceContext: NonNullable<OutboxOptions['traceContext']> = () => undefined
+  // What events are stamped with: the outbox's clock.
+  #eventClock: Clock = systemClock
   #events = 0 // events written by the batch committing
   readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
   readonly #removeWithEvent: (id: bigint, at: number, traceContext: string | undefined) => { deleted: boolean, event: boolean }
@@ -365,7 +368,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   async #commitBatch (batch: PendingCreate[]) {
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await this.#write(() => this.#insertBatch(batch, Date.now()))
+      failures = await this.#write(() => this.#insertBatch(batch, this.#eventClock.now()))
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
@@ -394,7 +397,7 @@ class SqliteStore implements PlantStore, OutboxStore {
 
   delete = async (id: bigint) => {
     const traceContext = this.#traceContext()
-    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, Date.now(), traceContext))
+    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, this.#eventClock.now(), traceContext))
     if (event) this.#committed('plant.deleted', 1)
     return deleted
   }
@@ -403,6 +406,7 @@ class SqliteStore implements PlantStore, OutboxStore {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
     this.#committed = options.committed ?? this.#committed
     this.#traceContext = options.traceContext ?? this.#traceContext
+    this.#eventClock = options.clock ?? systemClock
     // Its commits no longer copy the log into the database (and fsync it) on this thread.
     if (options.checkpointedElsewhere === true) this.#db.pragma('wal_autocheckpoint = 0')
     return this.#outbox.outbox
