@@ -4,6 +4,7 @@ import type { Static } from 'typebox'
 import type { ErrorBody } from '../schemas/error.js'
 import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../schemas/plant.js'
 import { INT64_MAX, INT64_MIN, isAcceptableToken } from '../schemas/protocol.js'
+import { realClock, type ClientClock, type InternalClientOptions } from './clock.js'
 import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseError, type Operation } from './errors.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings } from './retry.js'
@@ -133,6 +134,7 @@ export class PlantStoreClient {
   readonly #retry: RetrySettings
   readonly #timeout: number
   readonly #maxResponseBytes: number
+  readonly #clock: ClientClock
 
   constructor (options: PlantStoreClientOptions) {
     // Checked now, so that a mistake fails here rather than on every call (as a network failure, retried).
@@ -146,6 +148,7 @@ export class PlantStoreClient {
     this.#retry = retrySettings(options.retry)
     this.#timeout = checkedAmount('timeout', options.timeout, DEFAULT_TIMEOUT, 0)
     this.#maxResponseBytes = checkedAmount('maxResponseBytes', options.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES, 1)
+    this.#clock = (options as InternalClientOptions).clock ?? realClock
   }
 
   /**
@@ -225,19 +228,22 @@ export class PlantStoreClient {
     // An attempt is the request and its whole answer: a body that stalls or is cut short is no
     // answer, retried as a network failure is (a create's lost 200 is settled by its read-back).
     const attempt = async (): Promise<Answer> => {
-      const deadline = this.#timeout === 0 ? undefined : AbortSignal.timeout(this.#timeout)
-      const signals = [signal, deadline].filter((each) => each !== undefined)
+      const deadline = this.#timeout === 0 ? undefined : this.#deadline()
+      const signals = [signal, deadline?.signal].filter((each) => each !== undefined)
       // Never followed: a redirect could answer with a plant it never created, or send the body elsewhere.
       const init: RequestInit = { method, headers, body, redirect: 'manual', signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }
       try {
         const response = await this.#fetch(url, init)
-        return { response, ...await this.#body(response, operation) }
+        const answer = { response, ...await this.#body(response, operation) }
+        deadline?.cancel()
+        return answer
       } catch (error) {
+        deadline?.cancel()
         // An abort of `signal` is the caller's own: sendWithRetries rejects with its reason instead.
-        throw deadline?.aborted === true ? this.#timedOut(operation) : error
+        throw deadline?.signal.aborted === true ? this.#timedOut(operation) : error
       }
     }
-    const { answer, uncertain } = await sendWithRetries(attempt, this.#retry, signal)
+    const { answer, uncertain } = await sendWithRetries(attempt, this.#retry, this.#clock, signal)
     const { response } = answer
     if (isRedirect(response)) {
       const location = response.headers.get('location')
@@ -245,6 +251,13 @@ export class PlantStoreClient {
         `${location === null ? '' : ` to ${location}`}), which the client does not follow: check baseUrl`)
     }
     return { ...answer, uncertain, operation, url }
+  }
+
+  /** A signal that aborts once the attempt's time is up, as AbortSignal.timeout does, on the client's clock. */
+  #deadline () {
+    const controller = new AbortController()
+    const cancel = this.#clock.schedule(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), this.#timeout)
+    return { signal: controller.signal, cancel }
   }
 
   #timedOut (operation: Operation): ResponseTimeoutError {
@@ -295,7 +308,7 @@ export class PlantStoreClient {
     }
     if (!response.ok) {
       const { status, statusText, headers } = response
-      throw refusal({ operation, url, status, statusText, body: value, retryAfter: retryAfterDelay(headers.get('retry-after')) })
+      throw refusal({ operation, url, status, statusText, body: value, retryAfter: retryAfterDelay(headers.get('retry-after'), this.#clock.now()) })
     }
     if (!isExpected(value)) {
       throw new UnexpectedResponseError(response.status, `The answer to ${operation} is not ${expected}: ${text.slice(0, 200)}`)

@@ -1,3 +1,5 @@
+import type { ClientClock } from './clock.js'
+
 /** When and how long the client waits before trying a request again. */
 export interface RetryOptions {
   /** Attempts in all, the first one included; 1 turns retries off. Default 3. */
@@ -45,14 +47,14 @@ function backoffDelay (retry: number, { baseDelay, maxDelay }: RetrySettings): n
   return ceiling / 2 + Math.random() * ceiling / 2
 }
 
-function sleep (ms: number, signal?: AbortSignal): Promise<void> {
+function sleep (ms: number, clock: ClientClock, signal?: AbortSignal): Promise<void> {
   signal?.throwIfAborted()
   return new Promise((resolve, reject) => {
     const onAbort = () => {
-      clearTimeout(timer)
+      cancel()
       reject(signal!.reason)
     }
-    const timer = setTimeout(() => {
+    const cancel = clock.schedule(() => {
       signal?.removeEventListener('abort', onAbort)
       resolve()
     }, ms)
@@ -81,10 +83,12 @@ export interface Sent<A extends Answered> {
  * when no whole answer came), within the attempts and the time allowed, waiting between attempts
  * as Retry-After asks, and at least the jittered backoff. An abort of `signal` ends it at once
  * with the signal's reason. `send` reads each answer's body itself, so that an answer cut short
- * is retried as no answer at all.
+ * is retried as no answer at all. The waits are on `clock`.
  */
-export async function sendWithRetries<A extends Answered> (send: () => Promise<A>, settings: RetrySettings, signal?: AbortSignal): Promise<Sent<A>> {
-  const started = Date.now()
+export async function sendWithRetries<A extends Answered> (
+  send: () => Promise<A>, settings: RetrySettings, clock: ClientClock, signal?: AbortSignal
+): Promise<Sent<A>> {
+  const started = clock.now()
   // An answer, or no answer: the failure `send` rejected with.
   const attempt = async (): Promise<{ answer?: A, failure?: unknown }> => {
     signal?.throwIfAborted()
@@ -100,10 +104,10 @@ export async function sendWithRetries<A extends Answered> (send: () => Promise<A
   let outcome = await attempt()
   while ((outcome.answer === undefined || RETRY_STATUSES.has(outcome.answer.response.status)) && attempts < settings.attempts) {
     const response = outcome.answer?.response
-    const wait = Math.max(retryAfterDelay(response?.headers.get('retry-after') ?? null) ?? 0, backoffDelay(attempts, settings))
-    if (Date.now() - started + wait > settings.maxElapsed) break
+    const wait = Math.max(retryAfterDelay(response?.headers.get('retry-after') ?? null, clock.now()) ?? 0, backoffDelay(attempts, settings))
+    if (clock.now() - started + wait > settings.maxElapsed) break
     uncertain ||= response === undefined || response.status === 503
-    await sleep(wait, signal)
+    await sleep(wait, clock, signal)
     attempts++
     outcome = await attempt()
   }

@@ -1,4 +1,5 @@
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../schemas/protocol.js'
+import type { Clock } from '../http/clock.js'
 
 /**
  * The webhook outbox a store keeps beside its plants. Once a store's outbox is opened,
@@ -59,6 +60,11 @@ export interface OutboxOptions {
    * own timer still truncates the log). Other stores ignore it.
    */
   checkpointedElsewhere?: boolean
+  /**
+   * The time the outbox stamps events, claims, leases and states with, and measures ages by
+   * (default: the system clock): a test's fake clock moves a lease or an age on without waiting.
+   */
+  clock?: Clock
 }
 
 /** One delivery handed to a worker, under its claim. */

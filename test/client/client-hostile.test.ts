@@ -1,8 +1,10 @@
 import t from 'tap'
 import {
-  DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, PlantStoreClient, ResponseTimeoutError, UnexpectedResponseError
+  DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, PlantStoreClient, ResponseTimeoutError, UnexpectedResponseError, type PlantStoreClientOptions
 } from '../../client/index.js'
-import { answer, httpServer, listeningService, recordedClient } from '../helpers/client.js'
+import { answer, httpServer, listeningService, recordedClient, timersOf } from '../helpers/client.js'
+import { fakeClock } from '../helpers/fake-clock.js'
+import { settlesWithin } from '../helpers/time.js'
 
 // The client against real local servers that redirect, stall, trickle or flood.
 
@@ -37,26 +39,48 @@ t.test('a redirect is never followed: the call rejects and says so', async (t) =
 
 t.test('a default timeout ends slow headers and a trickling body', async (t) => {
   t.equal(DEFAULT_TIMEOUT, 30_000, 'the documented default')
+  const arrived: Array<() => void> = []
+  const arrival = () => new Promise<void>((resolve) => arrived.push(resolve))
   const url = await httpServer(t, (request, response) => {
+    arrived.shift()?.()
     if (request.url === '/plants/1') return // headers never come
     response.writeHead(200, { 'content-type': 'application/json' })
     response.write('{"name":"')
     const trickle = setInterval(() => response.write('a'), 50)
     response.on('close', () => clearInterval(trickle))
   })
-  const client = new PlantStoreClient({ baseUrl: url, token: 'x', retry: false, timeout: 300 })
+  const clock = timersOf(fakeClock())
+  // Each answer's headers, as they come: what is then missing is the rest of its body.
+  const headersCame: Array<() => void> = []
+  const telling: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init)
+    headersCame.shift()?.()
+    return response
+  }
+  const client = new PlantStoreClient({ baseUrl: url, token: 'x', retry: false, timeout: 300, fetch: telling, clock } as PlantStoreClientOptions)
   for (const id of [1n, 2n]) {
-    const started = Date.now()
-    const error = await within(client.get(id), 5000).catch((error: unknown) => error)
+    const came = id === 1n ? arrival() : new Promise<void>((resolve) => headersCame.push(resolve))
+    const failed = client.get(id).catch((error: unknown) => error)
+    await came
+    await clock.advance(299)
+    t.ok(!await settlesWithin(failed, 20), 'still waiting 1 ms before the timeout')
+    await clock.advance(1)
+    const error = await within(failed, 5000)
     t.type(error, ResponseTimeoutError, id === 1n ? 'slow headers' : 'a trickling body')
     t.match(error, { message: 'No complete answer to GET /plants/{id} within 300 ms (the client\'s timeout)' })
-    t.ok(Date.now() - started < 2000, `ended after ${Date.now() - started} ms`)
   }
+  t.strictSame(clock.delays, [300, 300], 'a deadline for each attempt')
+  t.equal(clock.pending(), 0, 'none left behind')
   t.throws(() => new PlantStoreClient({ baseUrl: url, token: 'x', timeout: -1 }), RangeError)
-  const untimed = new PlantStoreClient({ baseUrl: url, token: 'x', retry: { attempts: 2, baseDelay: 0 }, timeout: 0 })
+  const untimedClock = timersOf(fakeClock())
+  const untimed = new PlantStoreClient({ baseUrl: url, token: 'x', retry: { attempts: 2, baseDelay: 0 }, timeout: 0, clock: untimedClock } as PlantStoreClientOptions)
   const aborted = new AbortController()
-  setTimeout(() => aborted.abort(new Error('caller gave up')), 200)
-  await t.rejects(untimed.get(1n, { signal: aborted.signal }), { message: 'caller gave up' }, 'timeout 0: only the signal ends it')
+  const came = arrival()
+  const gaveUp = t.rejects(untimed.get(1n, { signal: aborted.signal }), { message: 'caller gave up' }, 'timeout 0: only the signal ends it')
+  await came
+  t.strictSame(untimedClock.delays, [], 'no deadline set')
+  aborted.abort(new Error('caller gave up'))
+  await gaveUp
 })
 
 t.test('a huge name is read without a regex stack overflow, and a body past maxResponseBytes is refused', async (t) => {

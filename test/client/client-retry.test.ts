@@ -1,14 +1,16 @@
 import { createServer, type AddressInfo } from 'node:net'
-import { performance } from 'node:perf_hooks'
 import t from 'tap'
+import { realClock } from '../../client/clock.js'
 import {
   InvalidRequestError, PlantExistsError, PlantStoreClient, PlantStoreError, RateLimitedError, ServiceUnavailableError,
   stringifyExactJson, type NewPlant
 } from '../../client/index.js'
 import { TOKEN } from '../helpers/app.js'
 import {
-  answer, faultyProxy, forward, httpServer, listeningService, recordedClient, relay, trace, type Handler
+  answer, faultyProxy, forward, httpServer, listeningService, recordedClient, relay, timersOf, trace, type Handler
 } from '../helpers/client.js'
+import { fakeClock } from '../helpers/fake-clock.js'
+import { settlesWithin } from '../helpers/time.js'
 
 const UNAVAILABLE = JSON.stringify({ error: 503, message: 'The plant store is unavailable, try again later' })
 const RATE_LIMITED = JSON.stringify({ error: 429, message: 'Too many requests for this token, try again later' })
@@ -22,57 +24,66 @@ const freePortUrl = () => new Promise<string>((resolve) => {
   })
 })
 
-// Timers never fire early (to the ms); a busy machine may make them late, never by this much.
-const EARLY = 2
-const LATE = 400
+/** A fake clock for the client (test/helpers/fake-clock.ts), telling of each timer it sets. */
+const clientClock = () => timersOf(fakeClock())
 
 t.test('503 and 429 are retried after the wait Retry-After asks for, in seconds or as an HTTP date', async (t) => {
+  const clock = clientClock()
+  // A quarter second past a whole one: an HTTP date, to the second, is then not a whole number of seconds away.
+  clock.set(clock.now() + 250)
   let requests = 0
   let dateSent = 0
   const url = await httpServer(t, (_request, response) => {
     requests++
     if (requests === 1) return answer(response, 503, UNAVAILABLE, { 'retry-after': '1' })
     if (requests === 2) {
-      // Two seconds ahead, to the second an HTTP date carries: the wait is between 1 and 2 s.
-      dateSent = Math.floor(Date.now() / 1000) * 1000 + 2000
+      // Two seconds ahead, to the second an HTTP date carries.
+      dateSent = Math.floor(clock.now() / 1000) * 1000 + 2000
       return answer(response, 429, RATE_LIMITED, { 'retry-after': new Date(dateSent).toUTCString() })
     }
     answer(response, 200, JSON.stringify(FERN))
   })
-  const { client, attempts, waits } = recordedClient(url)
-  const started = Date.now()
-  t.strictSame(await client.get(1n), FERN, 'the third attempt is answered')
+  const { client, attempts } = recordedClient(url, { clock, timeout: 0 })
+  const got = client.get(1n)
+  t.equal(await clock.nextTimer(), 1000, 'the wait "Retry-After: 1" asks for')
+  t.equal(attempts.length, 1, 'no retry before it is over')
+  await clock.advance(1000)
+  const second = await clock.nextTimer()
+  t.equal(second, 1750, 'until the date')
+  t.equal(clock.now() + second, dateSent, 'to the ms')
+  await clock.advance(second)
+  t.strictSame(await got, FERN, 'the third attempt is answered')
   t.strictSame(attempts.map(({ status }) => status), [503, 429, 200])
-  const [first, second] = waits()
-  t.comment(`waits: ${first.toFixed(0)} ms after Retry-After: 1, ${second.toFixed(0)} ms after an HTTP date`)
-  t.ok(first >= 1000 - EARLY && first < 1000 + LATE, `about 1 s after "Retry-After: 1" (${first.toFixed(0)} ms)`)
-  const asked = dateSent - (started + attempts[1].answered - attempts[0].sent)
-  t.ok(second >= asked - 50 && second < asked + LATE, `until the date (${second.toFixed(0)} ms, asked ${asked.toFixed(0)})`)
+  t.strictSame(clock.delays, [1000, 1750], 'no other wait')
 })
 
 t.test('without Retry-After the waits are a jittered exponential backoff, and the attempts are bounded', async (t) => {
   const url = await httpServer(t, (_request, response) => answer(response, 503, UNAVAILABLE))
-  const { client, attempts, waits } = recordedClient(url, { retry: { attempts: 5, baseDelay: 40, maxDelay: 100 } })
-  const error = await client.list().catch((error: unknown) => error)
+  const clock = clientClock()
+  const { client, attempts } = recordedClient(url, { clock, timeout: 0, retry: { attempts: 5, baseDelay: 40, maxDelay: 100 } })
+  const failed = client.list().catch((error: unknown) => error)
+  const bounds = [[20, 40], [40, 80], [50, 100], [50, 100]] // half to all of 40, 80, then the 100 ms cap
+  for (const [index, [low, high]] of bounds.entries()) {
+    const wait = await clock.nextTimer()
+    t.ok(wait >= low && wait <= high, `retry ${index + 1}: ${wait.toFixed(1)} ms, from ${low} to ${high}`)
+    await clock.advance(wait)
+  }
+  const error = await failed
   t.type(error, ServiceUnavailableError, 'the last answer is thrown as a typed error')
   t.match(error, { status: 503, body: JSON.parse(UNAVAILABLE), retryAfter: undefined })
   t.equal(attempts.length, 5, 'five attempts in all')
-  const bounds = [[20, 40], [40, 80], [50, 100], [50, 100]] // half to all of 40, 80, then the 100 ms cap
-  waits().forEach((wait, index) => {
-    const [low, high] = bounds[index]
-    t.ok(wait >= low - EARLY && wait < high + LATE, `retry ${index + 1}: ${wait.toFixed(0)} ms, from ${low} to ${high}`)
-  })
+  t.equal(clock.delays.length, 4, 'a wait before each retry, none after the last attempt')
 })
 
 t.test('no retry starts past maxElapsed: a long Retry-After ends the call at once with the error', async (t) => {
   const url = await httpServer(t, (_request, response) => answer(response, 429, RATE_LIMITED, { 'retry-after': '5' }))
-  const { client, attempts } = recordedClient(url, { retry: { maxElapsed: 2000 } })
-  const started = performance.now()
+  const clock = clientClock()
+  const { client, attempts } = recordedClient(url, { clock, timeout: 0, retry: { maxElapsed: 2000 } })
   const error = await client.get(1n).catch((error: unknown) => error)
   t.type(error, RateLimitedError)
   t.match(error, { status: 429, body: JSON.parse(RATE_LIMITED), retryAfter: 5000 }, 'it says how long to wait')
   t.equal(attempts.length, 1, 'one attempt')
-  t.ok(performance.now() - started < 1000, 'no wait')
+  t.strictSame(clock.delays, [], 'no wait')
 })
 
 t.test('retry: false sends one attempt; attempts: 1 too', async (t) => {
@@ -86,30 +97,44 @@ t.test('retry: false sends one attempt; attempts: 1 too', async (t) => {
 
 t.test('an abort ends the call at once, while it waits to retry, while a request is in flight, or before', async (t) => {
   let thirdAnswered = false
+  let inFlight: () => void
+  const secondArrived = new Promise<void>((resolve) => { inFlight = resolve })
   const url = await httpServer(t, (request, response) => {
     if (request.url === '/plants/1') answer(response, 503, UNAVAILABLE, { 'retry-after': '10' })
+    if (request.url === '/plants/2') inFlight() // never answered
     if (request.url === '/plants/3') {
       if (thirdAnswered) answer(response, 200, JSON.stringify(FERN))
       else answer(response, 503, UNAVAILABLE, { 'retry-after': '0' })
       thirdAnswered = true
     }
-    // /plants/2 is never answered.
   })
-  const { client, attempts } = recordedClient(url)
-  for (const path of [1n, 2n]) {
+  const clock = clientClock()
+  const { client, attempts } = recordedClient(url, { clock, timeout: 0 })
+  const aborted = (path: bigint) => {
     const reason = new Error(`stop ${path}`)
     const controller = new AbortController()
-    const started = performance.now()
-    setTimeout(() => controller.abort(reason), 100)
-    const error = await client.get(path, { signal: controller.signal }).catch((error: unknown) => error)
-    const elapsed = performance.now() - started
-    t.equal(error, reason, `GET /plants/${path} rejects with the signal's reason`)
-    t.ok(elapsed >= 100 - EARLY && elapsed < 100 + LATE, `after ${elapsed.toFixed(0)} ms`)
+    const call = client.get(path, { signal: controller.signal }).catch((error: unknown) => error)
+    return { reason, call, abort: () => controller.abort(reason) }
   }
+  const waiting = aborted(1n)
+  t.equal(await clock.nextTimer(), 10_000, 'GET /plants/1 waits to retry')
+  waiting.abort()
+  t.ok(await settlesWithin(waiting.call, 5000), 'and ends at the abort, the clock not moved')
+  t.equal(await waiting.call, waiting.reason, "GET /plants/1 rejects with the signal's reason")
+  t.equal(clock.pending(), 0, 'its wait given up')
+
+  const flying = aborted(2n)
+  await secondArrived
+  flying.abort()
+  t.ok(await settlesWithin(flying.call, 5000), 'GET /plants/2 ends at the abort, unanswered')
+  t.equal(await flying.call, flying.reason, "GET /plants/2 rejects with the signal's reason")
   t.equal(attempts.length, 2, 'one request each')
+
   await t.rejects(client.get(1n, { signal: AbortSignal.abort() }), { name: 'AbortError' }, 'an aborted signal sends nothing')
   t.equal(attempts.length, 2)
-  t.strictSame(await client.get(3n, { signal: new AbortController().signal }), FERN, 'a signal not aborted changes nothing')
+  const answered = client.get(3n, { signal: new AbortController().signal })
+  await clock.advance(await clock.nextTimer())
+  t.strictSame(await answered, FERN, 'a signal not aborted changes nothing')
   t.equal(attempts.length, 4, 'retried once')
 })
 
@@ -131,14 +156,15 @@ t.test('a network failure is retried: no answer at all is like a 503', async (t)
 
 t.test('the real service with a rate limit: 429 with Retry-After, waited for, then answered', async (t) => {
   const url = await listeningService(t, { rateLimit: { max: 2, timeWindow: 1000 } })
-  const { client, attempts, waits } = recordedClient(url)
+  // The real clock: the service's window is real time too.
+  const clock = timersOf(realClock)
+  const { client, attempts } = recordedClient(url, { clock, timeout: 0 })
   // A create refused by the rate limit never ran: it is retried like any other request.
   t.strictSame(await client.create({ id: 1n, ...FERN }), FERN)
   t.strictSame(await client.get(1n), FERN)
   t.strictSame(await client.create({ id: 2n, name: 'Agave' }), { name: 'Agave' }, 'the third request waits for the next window')
   t.strictSame(trace(attempts), ['POST 200', 'GET 200', 'POST 429', 'POST 200'])
-  const wait = waits()[2]
-  t.ok(wait >= 1000 - EARLY && wait < 1000 + LATE, `waited ${wait.toFixed(0)} ms for "Retry-After: 1"`)
+  t.strictSame(clock.delays, [1000], 'it waited as "Retry-After: 1" asks')
 
   const impatient = new PlantStoreClient({ baseUrl: url, token: TOKEN, retry: false })
   const error = await impatient.get(2n).then(() => impatient.get(2n)).then(() => impatient.get(2n)).catch((error: unknown) => error)

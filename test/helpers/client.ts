@@ -1,8 +1,8 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { performance } from 'node:perf_hooks'
 import type { Test } from 'tap'
+import type { ClientClock, InternalClientOptions } from '../../client/clock.js'
 import { PlantStoreClient, type PlantStoreClientOptions } from '../../client/index.js'
 import type { PlantStoreOptions } from '../../src/plugin.js'
 import { buildApp } from '../../service/app.js'
@@ -15,13 +15,10 @@ export async function listeningService (t: Test, options: Partial<PlantStoreOpti
   return app.listen({ host: '127.0.0.1', port: 0 })
 }
 
-/** One request as the client's fetch sent it, timed. */
+/** One request as the client's fetch sent it. */
 export interface Attempt {
   method: string
   url: string
-  /** When it was sent and when its answer (or failure) came, `performance.now()` ms. */
-  sent: number
-  answered: number
   /** The answer's status, or undefined for a network failure. */
   status?: number
 }
@@ -30,26 +27,44 @@ export interface Attempt {
 export function recordingFetch () {
   const attempts: Attempt[] = []
   const recorded: typeof fetch = async (input, init) => {
-    const attempt: Attempt = { method: init?.method ?? 'GET', url: String(input), sent: performance.now(), answered: NaN }
+    const attempt: Attempt = { method: init?.method ?? 'GET', url: String(input) }
     attempts.push(attempt)
-    try {
-      const response = await fetch(input, init)
-      attempt.status = response.status
-      return response
-    } finally {
-      attempt.answered = performance.now()
-    }
+    const response = await fetch(input, init)
+    attempt.status = response.status
+    return response
   }
-  /** The time between each answer and the next request, ms. */
-  const waits = () => attempts.slice(1).map((attempt, index) => attempt.sent - attempts[index].answered)
-  return { fetch: recorded, attempts, waits }
+  return { fetch: recorded, attempts }
 }
 
-/** A client of the service at `baseUrl` with the test token, its requests recorded. */
-export function recordedClient (baseUrl: string, options: Partial<PlantStoreClientOptions> = {}) {
+/** A client of the service at `baseUrl` with the test token, its requests recorded; `clock` is the client's internal option. */
+export function recordedClient (baseUrl: string, options: Partial<PlantStoreClientOptions> & InternalClientOptions = {}) {
   const recorder = recordingFetch()
-  const client = new PlantStoreClient({ baseUrl, token: TOKEN, fetch: recorder.fetch, ...options })
+  const client = new PlantStoreClient({ baseUrl, token: TOKEN, fetch: recorder.fetch, ...options } as PlantStoreClientOptions)
   return { client, ...recorder }
+}
+
+/**
+ * A client's clock (`clock`, e.g. test/helpers/fake-clock.ts) that tells of each timer the client
+ * sets: `delays` lists them in order, `nextTimer()` resolves with the delay of the next one not yet
+ * taken, once it is set.
+ */
+export function timersOf<C extends ClientClock> (clock: C) {
+  const delays: number[] = []
+  const waiting: Array<(ms: number) => void> = []
+  let taken = 0
+  return {
+    ...clock,
+    delays,
+    schedule (fn: () => void, ms: number) {
+      delays.push(ms)
+      waiting.shift()?.(ms)
+      return clock.schedule(fn, ms)
+    },
+    nextTimer (): Promise<number> {
+      const index = taken++
+      return index < delays.length ? Promise.resolve(delays[index]) : new Promise((resolve) => waiting.push(resolve))
+    }
+  }
 }
 
 export type Handler = (request: IncomingMessage, response: ServerResponse, body: string) => unknown

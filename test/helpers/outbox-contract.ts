@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import { PlantExistsError } from '../../plugins/http/errors.js'
 import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
@@ -8,8 +7,10 @@ import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox
 } from '../../plugins/store/outbox.js'
 import type { PlantStore } from '../../plugins/store/types.js'
+import { fakeClock } from './fake-clock.js'
 
 export type OutboxPlantStore = PlantStore & OutboxStore
+type FakeClock = ReturnType<typeof fakeClock>
 
 export interface OutboxContractOptions {
   /** Registers one named test: node:test's `test`, tap's `t.test`, vitest's `test`... */
@@ -95,13 +96,15 @@ const retryIn = (ms: number) => ({ state: 'pending', dueAt: new Date(Date.now() 
  * its type (a delete writes nothing when none asked for plant.deleted).
  */
 export function outboxContract ({ test, open, storage }: OutboxContractOptions): void {
+  // With `fakeTime`, the outbox's clock is a fake one that only the test moves.
   const withOutbox = (name: string, names: string[], run: (store: OutboxPlantStore, outbox: WebhookOutbox,
-    recorded: ReturnType<typeof recordingPayloads>) => Promise<void>) => test(name, async () => {
+    recorded: ReturnType<typeof recordingPayloads>, clock: FakeClock) => Promise<void>, { fakeTime = false } = {}) => test(name, async () => {
     const store = await open()
     try {
       const recorded = recordingPayloads()
-      const outbox = await store.openOutbox({ endpoints: endpointsNamed(...names), payloads: recorded.payloads })
-      await run(store, outbox, recorded)
+      const clock = fakeClock()
+      const outbox = await store.openOutbox({ endpoints: endpointsNamed(...names), payloads: recorded.payloads, ...(fakeTime && { clock }) })
+      await run(store, outbox, recorded, clock)
     } finally {
       await store.close()
     }
@@ -270,14 +273,16 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
     })
 
   withOutbox('a claim is leased: claimed again only once the lease ran out; a result under the stale claim is dropped',
-    ['created'], async (store, outbox) => {
+    ['created'], async (store, outbox, _recorded, clock) => {
       await store.create({ id: 1n, name: 'fern' })
       const want = [{ endpoint: 'created', limit: 10 }]
       const [first] = await outbox.claim(want, 100)
       assert.deepEqual(await outbox.claim(want, 100), [], 'not while leased')
-      await sleep(150)
+      await clock.advance(99)
+      assert.deepEqual(await outbox.claim(want, 100), [], 'nor 1 ms before the lease ends')
+      await clock.advance(1)
       const [second] = await outbox.claim(want, LONG_LEASE_MS)
-      assert.equal(second.seq, first.seq, 'claimable again after the lease')
+      assert.equal(second.seq, first.seq, 'claimable again once the lease is over')
       assert.notEqual(second.claim, first.claim)
       assert.equal(second.attempts, 0)
       const before = await outbox.event(first.seq)
@@ -289,7 +294,7 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       assert.deepEqual(await outbox.claim(want, LONG_LEASE_MS), [], 'nor can it release the new claim')
       await outbox.record([attempt(second, { outcome: 'success', status: 200, next: { state: 'delivered' } })])
       assert.equal((await outbox.event(first.seq))!.deliveries[0].state, 'delivered', 'the current claim writes')
-    })
+    }, { fakeTime: true })
 
   withOutbox('record under the current claim: retried later, delivered or failed, attempts counted, each in the history, once',
     ['all', 'created', 'deleted'], async (store, outbox) => {
@@ -432,26 +437,26 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       assert.equal(await outbox.redeliver(seq, 'nope', 1), 0, 'an unknown endpoint')
     })
 
-  withOutbox('stats: pending count, oldest pending age and dead letters per endpoint', ['all', 'created'], async (store, outbox) => {
+  withOutbox('stats: pending count, oldest pending age and dead letters per endpoint', ['all', 'created'], async (store, outbox, _recorded, clock) => {
     same(await outbox.stats(), [
       { endpoint: 'all', pending: 0, oldestPendingMs: 0, failed: 0 }, { endpoint: 'created', pending: 0, oldestPendingMs: 0, failed: 0 }])
     await store.create({ id: 1n, name: 'fern' })
-    // Longer than the 100 ms asserted: a timer's 100 ms (libuv's clock, read once a loop turn) can
-    // read as 99 on Date.now(), which the stores stamp events with.
-    await sleep(150)
+    await clock.advance(150)
     await store.create({ id: 2n, name: 'rose' })
     const [all, created] = await outbox.stats()
     assert.deepEqual([all.endpoint, all.pending, all.failed, created.endpoint, created.pending], ['all', 2, 0, 'created', 2])
-    assert.ok(all.oldestPendingMs >= 100 && all.oldestPendingMs < 10_000, `the oldest is the first event (${all.oldestPendingMs} ms)`)
+    assert.equal(all.oldestPendingMs, 150, 'the oldest is the first event, made 150 ms ago')
+    assert.equal(created.oldestPendingMs, 150)
     const [first] = await outbox.claim([{ endpoint: 'all', limit: 1 }], LONG_LEASE_MS)
     const claimedStats = (await outbox.stats())[0]
     assert.equal(claimedStats.pending, 2, 'a claimed delivery is still pending')
+    assert.equal(claimedStats.oldestPendingMs, 150, 'and still the oldest')
     await outbox.record([attempt(first, { outcome: 'gone', status: 410, next: { state: 'failed' } })])
+    await clock.advance(50)
     const [after] = await outbox.stats()
     assert.deepEqual([after.pending, after.failed], [1, 1])
-    assert.ok(after.oldestPendingMs < all.oldestPendingMs + 10_000 && after.oldestPendingMs >= 0)
-    assert.ok(after.oldestPendingMs < claimedStats.oldestPendingMs, 'now the second event is the oldest pending')
-  })
+    assert.equal(after.oldestPendingMs, 50, 'now the second event, made 50 ms ago, is the oldest pending')
+  }, { fakeTime: true })
 
   withOutbox('prune drops only events whose every delivery is finished, older than the cut; seqs are never reused',
     ['all', 'created'], async (store, outbox) => {

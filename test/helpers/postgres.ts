@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 
 /** The server the PostgreSQL tests use; each test gets its own database there. */
@@ -76,10 +77,28 @@ export async function roleWithoutCreate (t: Teardown, url: string): Promise<stri
   return asRole.href
 }
 
+/**
+ * Ends every session on the database `name`, as a failover or an administrator does: how many.
+ * Resolves once the server lists none of them and the event loop has turned once more: a session
+ * writes its end to its client before it is gone, so each client here has read it by then.
+ */
+export async function endSessions (name: string): Promise<number> {
+  const sessions = await sqlOn<{ pid: number, ended: boolean }>(SERVER_URL,
+    'SELECT pid, pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+  const pids = sessions.filter(({ ended }) => ended).map(({ pid }) => pid)
+  const left = async () => (await sqlOn<{ n: number }>(SERVER_URL, 'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1)', [pids]))[0].n
+  for (const end = Date.now() + 10_000; await left() > 0;) {
+    if (Date.now() > end) throw new Error(`sessions ${pids.join(', ')} of ${name} still there after 10 s`)
+    await sleep(5)
+  }
+  await new Promise((resolve) => setImmediate(resolve))
+  return pids.length
+}
+
 /** Makes the database at `url` refuse connections and ends the open ones: down until the function it resolves is called. */
 export async function downFor (url: string): Promise<() => Promise<unknown>> {
   const name = new URL(url).pathname.slice(1)
   await sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS false`)
-  await sqlOn(SERVER_URL, 'SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])
+  await endSessions(name)
   return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
 }

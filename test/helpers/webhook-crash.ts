@@ -1,8 +1,10 @@
+import { EventEmitter, once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Test } from 'tap'
 import { exitWithin, startServer, type EnvOverrides, type ServerProcess } from './server-process.js'
 import { listedIds, plantBody } from './load.js'
-import { startReceiver } from './receiver.js'
+import { startReceiver, type Received } from './receiver.js'
+import { settlesWithin } from './time.js'
 import { eventually, newSecret, verifyDelivery } from './webhooks.js'
 
 export const TOKEN = 'webhook-crash-token'
@@ -10,33 +12,34 @@ const TIMEOUT_MS = 1000
 // The worker's lease for that timeout (2 x timeout + 1 s): a killed instance's claims are taken over after it.
 export const LEASE_MS = 2 * TIMEOUT_MS + 1000
 
+const idOf = ({ body }: Received) => /"id":(-?\d+)/.exec(body)![1]
+
 /**
  * Whether every acknowledged id arrives. A backlog of thousands takes its time: this gives up only
  * once no delivery at all has arrived for a lease and 10 s (a killed instance's claims are taken
  * over after its lease), so a slow drain is told apart from events that never come.
  */
-async function allDelivered (acknowledged: Set<string>, receiver: { received: unknown[], ids: () => string[] }): Promise<boolean> {
-  let seen = -1
-  let progressAt = Date.now()
-  for (;;) {
-    const delivered = new Set(receiver.ids())
-    if ([...acknowledged].every((ack) => delivered.has(ack))) return true
-    if (receiver.received.length !== seen) {
-      seen = receiver.received.length
-      progressAt = Date.now()
-    } else if (Date.now() - progressAt > LEASE_MS + 10_000) {
-      return false
-    }
-    await sleep(100)
+async function allDelivered (acknowledged: Set<string>, receiver: SlowReceiver): Promise<boolean> {
+  const missing = new Set(acknowledged)
+  for (let seen = 0; ;) {
+    for (; seen < receiver.received.length; seen++) missing.delete(idOf(receiver.received[seen]))
+    if (missing.size === 0) return true
+    if (!await settlesWithin(receiver.nextDelivery(), LEASE_MS + 10_000)) return false
   }
 }
 
-/** A receiver that answers each delivery after 0 to `slowMs` ms, keeping the ids it was sent. */
+type SlowReceiver = Awaited<ReturnType<typeof slowReceiver>>
+
+/** A receiver that answers each delivery after 0 to `slowMs` ms, keeping the ids it was sent; `nextDelivery()` resolves at the next one. */
 export async function slowReceiver (t: Test, slowMs: number) {
   const secret = newSecret()
-  const receiver = await startReceiver(t, (response) => { setTimeout(() => response.end(), Math.random() * slowMs) })
-  const ids = () => receiver.received.map(({ body }) => /"id":(-?\d+)/.exec(body)![1])
-  return { ...receiver, secret, ids }
+  const arrivals = new EventEmitter()
+  const receiver = await startReceiver(t, (response) => {
+    arrivals.emit('delivery')
+    setTimeout(() => response.end(), Math.random() * slowMs)
+  })
+  const ids = () => receiver.received.map(idOf)
+  return { ...receiver, secret, ids, nextDelivery: () => once(arrivals, 'delivery') }
 }
 
 export function webhookEnv (databaseUrl: string, url: string, secret: string): EnvOverrides {

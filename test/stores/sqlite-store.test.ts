@@ -4,9 +4,10 @@ import Database from 'better-sqlite3'
 import t from 'tap'
 import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { openStore } from '../../plugins/store/index.js'
-import { openSqliteStore, WAL_LIMIT_BYTES } from '../../plugins/store/sqlite/store.js'
+import { BOOKKEEPING_CHECKPOINT_MS, openSqliteStore, WAL_CHECK_MS, WAL_LIMIT_BYTES } from '../../plugins/store/sqlite/store.js'
 import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 import { storedSqliteIds } from '../helpers/sqlite-ids.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
 
@@ -82,13 +83,14 @@ t.test('a bookkeeping connection waits out a lock the API connection gives up on
   const other = new Database(file)
   t.teardown(() => other.close())
   other.exec('BEGIN IMMEDIATE')
-  // Held well past the API's 250 ms, well within the bookkeeping's 5 s, on a loaded machine too.
-  const released = new Promise((resolve) => setTimeout(resolve, 1000)).then(() => other.exec('COMMIT'))
-  const startedAt = performance.now()
-  await t.rejects(api.create({ id: 1n, name: 'api' }), StoreUnavailableError, 'the API connection answers 503')
-  t.ok(performance.now() - startedAt < 1000, 'before the lock went')
-  await t.resolves(bookkeeping.create({ id: 2n, name: 'bookkeeping' }), 'the bookkeeping connection commits once the lock goes')
-  await released
+  // Started first, the bookkeeping create is waiting when the API's gives up; the lock goes only then.
+  const waiting = bookkeeping.create({ id: 2n, name: 'bookkeeping' })
+  let settled = false
+  waiting.then(() => { settled = true }, () => { settled = true })
+  await t.rejects(api.create({ id: 1n, name: 'api' }), StoreUnavailableError, 'the API connection answers 503 while the lock is held')
+  t.notOk(settled, 'the bookkeeping connection still waits')
+  other.exec('COMMIT')
+  await t.resolves(waiting, 'the bookkeeping connection commits once the lock goes')
   t.same(await api.get(2n), { name: 'bookkeeping' })
   t.equal(await api.get(1n), undefined)
 })
@@ -231,30 +233,35 @@ t.test('a bookkeeping connection checkpoints the log on its own timer, with no w
   await store.openOutbox(outboxOptions(true))
   for (let id = 1n; id <= 50n; id++) await store.create({ id, name: 'n'.repeat(2000) })
   const before = fileSize(file)
-  const bookkeeping = openSqliteStore(file, { bookkeeping: true })
+  const clock = fakeClock()
+  const bookkeeping = openSqliteStore(file, { bookkeeping: true, clock })
   t.teardown(() => bookkeeping.close())
-  const start = Date.now()
-  while (fileSize(file) === before && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
+  await clock.advance(BOOKKEEPING_CHECKPOINT_MS - 1)
+  t.equal(fileSize(file), before, 'nothing copied before its timer fires')
+  await clock.advance(1)
   t.ok(fileSize(file) > before, `the database file took in the log's pages (${before} -> ${fileSize(file)} bytes)`)
 })
 
 t.test('a reader holding a snapshot lets the log grow past its bound; once it lets go, the store\'s timer truncates it, with no write', async (t) => {
   const file = join(t.testdir(), 'plants.db')
-  const store = openSqliteStore(file)
+  const clock = fakeClock()
+  const store = openSqliteStore(file, { clock })
   t.teardown(() => store.close())
   await store.create({ id: 1n, name: 'first' })
+  const small = fileSize(`${file}-wal`)
+  await clock.advance(WAL_CHECK_MS)
+  t.equal(fileSize(`${file}-wal`), small, 'a tick leaves a log within its bound as it is')
   const reader = new Database(file, { readonly: true })
   t.teardown(() => reader.close())
   reader.exec('BEGIN')
   reader.prepare('SELECT count(*) FROM plants').get()
   for (let id = 2n; fileSize(`${file}-wal`) <= 2 * WAL_LIMIT_BYTES; id++) await store.create({ id, name: 'n'.repeat(2000) })
-  await new Promise((resolve) => setTimeout(resolve, 1500)) // past a tick of the store's timer: the reader still holds
+  await clock.advance(WAL_CHECK_MS) // a tick of the store's timer: the reader still holds
   const grown = fileSize(`${file}-wal`)
   t.ok(grown > 2 * WAL_LIMIT_BYTES, `the log grew past twice the bound while the reader held (${grown} bytes)`)
   reader.exec('COMMIT')
-  const start = Date.now()
-  while (fileSize(`${file}-wal`) > WAL_LIMIT_BYTES && Date.now() - start < 10_000) await new Promise((resolve) => setTimeout(resolve, 50))
-  t.ok(fileSize(`${file}-wal`) <= WAL_LIMIT_BYTES, `then back within the bound (${grown} -> ${fileSize(`${file}-wal`)} bytes)`)
+  await clock.advance(WAL_CHECK_MS)
+  t.ok(fileSize(`${file}-wal`) <= WAL_LIMIT_BYTES, `at the next tick, back within the bound (${grown} -> ${fileSize(`${file}-wal`)} bytes)`)
   t.equal((await store.list({ limit: 1 })).length, 1, 'and the plants are there')
 })
 

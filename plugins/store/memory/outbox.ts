@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { systemClock, type Clock } from '../../http/clock.js'
 import {
   subscribersOf, traced, type AttemptRecord, type AttemptView, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
   type OutboxEventType, type OutboxOptions, type Subscribers, type WebhookOutbox
@@ -43,16 +44,18 @@ class MemoryOutbox implements WebhookOutbox {
   readonly #states: Map<string, EndpointState>
   readonly #to: Subscribers
   readonly #options: OutboxOptions
+  readonly #clock: Clock
 
   constructor (options: OutboxOptions) {
     this.#options = options
+    this.#clock = options.clock ?? systemClock
     this.#states = new Map(options.endpoints.map(({ name }) => [name, { name, enabled: true }]))
     this.#to = subscribersOf(options.endpoints)
   }
 
   /** An event made at `at`, when an endpoint takes its type: the payload's timestamp and the event's own time are one. */
   add (type: OutboxEventType, payloadOf: (at: Date) => string) {
-    const at = new Date()
+    const at = new Date(this.#clock.now())
     if (this.#to[type].length === 0) return
     const seq = ++this.#lastSeq
     const dueAt = at.getTime()
@@ -73,7 +76,7 @@ class MemoryOutbox implements WebhookOutbox {
   }
 
   async claim (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) {
-    const now = Date.now()
+    const now = this.#clock.now()
     const claimed: ClaimedDelivery[] = []
     for (const { endpoint, limit } of wants) {
       if (this.#states.get(endpoint)?.enabled !== true) continue
@@ -125,7 +128,7 @@ class MemoryOutbox implements WebhookOutbox {
       const delivery = this.#deliveryOf(seq, endpoint)
       if (delivery === undefined || delivery.claim !== claim) continue
       delivery.claim = undefined
-      delivery.dueAt = Date.now()
+      delivery.dueAt = this.#clock.now()
     }
   }
 
@@ -138,7 +141,7 @@ class MemoryOutbox implements WebhookOutbox {
     if (state === undefined) return false
     state.enabled = enabled
     state.disabledReason = enabled ? undefined : reason
-    state.disabledAt = enabled ? undefined : new Date()
+    state.disabledAt = enabled ? undefined : new Date(this.#clock.now())
     if (enabled) state.failingSince = undefined
     return true
   }
@@ -156,14 +159,14 @@ class MemoryOutbox implements WebhookOutbox {
     let count = 0
     for (const delivery of this.#events.get(seq)?.deliveries ?? []) {
       if (endpoint !== undefined && delivery.endpoint !== endpoint) continue
-      Object.assign(delivery, { state: 'pending', attempts, dueAt: Date.now(), claim: undefined })
+      Object.assign(delivery, { state: 'pending', attempts, dueAt: this.#clock.now(), claim: undefined })
       count++
     }
     return count
   }
 
   async stats () {
-    const now = Date.now()
+    const now = this.#clock.now()
     return [...this.#states.keys()].map((endpoint) => {
       let pending = 0
       let failed = 0

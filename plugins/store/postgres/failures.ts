@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { StoreUnavailableError } from '../../http/errors.js'
 
 /**
  * Where a PostgreSQL operation failed, which decides what the store does:
@@ -78,4 +79,9 @@ export function isSettingError ({ where, cause }: PostgresFailure): boolean {
   // The credentials refused or no database of that name; or Node refused an argument from the URL
   // (ERR_SOCKET_BAD_PORT...), where an outage has a system error code (ECONNREFUSED...) or none.
   return cause instanceof pg.DatabaseError ? /^(28|3D000$)/.test(code) : code.startsWith('ERR_')
+}
+
+/** What a failure means to a client: 503 when the store could not answer, the error itself for a bug. */
+export function answerFor (failure: PostgresFailure): Error {
+  return failure.where === undefined ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import pg from 'pg'
+import { systemClock, type Clock } from '../../http/clock.js'
 import type {
   AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
 } from '../outbox.js'
@@ -235,8 +236,11 @@ class PostgresOutbox implements WebhookOutbox {
   readonly #channel: string
   readonly announce: () => void
   readonly listen: ((heard: () => void) => () => Promise<void>) | undefined
+  readonly #clock: Clock
 
-  constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, endpoints: OutboxOptions['endpoints'], private readonly notifications: Notifications) {
+  constructor (private readonly tables: Tables, private readonly runQuery: RunQuery, { endpoints, clock = systemClock }: OutboxOptions,
+    private readonly notifications: Notifications) {
+    this.#clock = clock
     this.#sql = outboxSql(tables)
     this.#names = endpoints.map(({ name }) => name)
     const channel = this.#channel = channelOf(notifications.plantsTable)
@@ -258,7 +262,7 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async claim (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) {
-    const now = Date.now()
+    const now = this.#clock.now()
     // One claim id for the whole call: a result is written under it and its delivery's key.
     const claim = randomUUID()
     const { rows } = await this.runQuery<ClaimRow>(
@@ -273,7 +277,7 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async release (claims: Parameters<WebhookOutbox['release']>[0]) {
-    await this.runQuery(this.#sql.releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date()])
+    await this.runQuery(this.#sql.releaseSql, [claims.map(({ seq }) => seq), claims.map(({ endpoint }) => endpoint), claims.map(({ claim }) => claim), new Date(this.#clock.now())])
   }
 
   async endpoints () {
@@ -293,7 +297,7 @@ class PostgresOutbox implements WebhookOutbox {
   async setEnabled (endpoint: string, enabled: boolean, reason?: string) {
     const { rowCount } = await this.runQuery(`UPDATE ${this.tables.endpoints} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
       failing_since = CASE WHEN $2 THEN NULL ELSE failing_since END WHERE name = $1`,
-    [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date()])
+    [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date(this.#clock.now())])
     return rowCount === 1
   }
 
@@ -309,7 +313,7 @@ class PostgresOutbox implements WebhookOutbox {
 
   async redeliver (seq: bigint, endpoint: string | undefined, attemptsSoFar: number) {
     const { rowCount } = await this.runQuery(`UPDATE ${this.tables.deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
-      WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date()])
+      WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date(this.#clock.now())])
     return Number(rowCount)
   }
 
@@ -319,7 +323,7 @@ class PostgresOutbox implements WebhookOutbox {
       (SELECT count(*)::int4 FROM ${this.tables.deliveries} d WHERE d.endpoint = n.name AND d.state = 'failed') AS failed,
       (SELECT min(e.created_at) FROM ${this.tables.deliveries} d JOIN ${this.tables.events} e ON e.seq = d.seq WHERE d.endpoint = n.name AND d.state = 'pending') AS oldest
       FROM unnest($1::text[]) AS n(name)`, [this.#names])
-    const now = Date.now()
+    const now = this.#clock.now()
     return rows.map(({ endpoint, pending, failed, oldest }) => ({ endpoint, pending, failed, oldestPendingMs: oldest === null ? 0 : now - oldest.getTime() }))
   }
 
@@ -333,6 +337,6 @@ class PostgresOutbox implements WebhookOutbox {
   }
 }
 
-export function postgresOutbox (tables: Tables, runQuery: RunQuery, { endpoints }: OutboxOptions, notifications: Notifications): WebhookOutbox {
-  return new PostgresOutbox(tables, runQuery, endpoints, notifications)
+export function postgresOutbox (tables: Tables, runQuery: RunQuery, options: OutboxOptions, notifications: Notifications): WebhookOutbox {
+  return new PostgresOutbox(tables, runQuery, options, notifications)
 }

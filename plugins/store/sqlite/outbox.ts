@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
+import { systemClock, type Clock } from '../../http/clock.js'
 import {
   subscribersOf, traced, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
   type OutboxEventType, type OutboxOptions, type WebhookOutbox
@@ -134,11 +135,13 @@ class SqliteOutbox implements WebhookOutbox {
   readonly #s: OutboxStatements
   readonly #runner: SqliteRunner
   readonly #endpoints: OutboxOptions['endpoints']
+  readonly #clock: Clock
 
-  constructor (db: Database.Database, statements: OutboxStatements, runner: SqliteRunner, endpoints: OutboxOptions['endpoints']) {
+  constructor (db: Database.Database, statements: OutboxStatements, runner: SqliteRunner, { endpoints, clock = systemClock }: OutboxOptions) {
     this.#s = statements
     this.#runner = runner
     this.#endpoints = endpoints
+    this.#clock = clock
     this.#transaction = db.transaction((work: () => unknown) => work())
   }
 
@@ -157,7 +160,7 @@ class SqliteOutbox implements WebhookOutbox {
   readonly #transaction: (work: () => unknown) => unknown
 
   claim = (wants: Parameters<WebhookOutbox['claim']>[0], leaseMs: number) => this.#bookkeeping(() => {
-    const now = Date.now()
+    const now = this.#clock.now()
     const claimed: ClaimedDelivery[] = []
     for (const { endpoint, limit } of wants) {
       const claim = randomUUID()
@@ -192,7 +195,7 @@ class SqliteOutbox implements WebhookOutbox {
   })
 
   release = (claims: Parameters<WebhookOutbox['release']>[0]) => this.#bookkeeping(() => {
-    const now = Date.now()
+    const now = this.#clock.now()
     for (const { seq, endpoint, claim } of claims) this.#s.releaseOne.run(now, seq, endpoint, claim)
   })
 
@@ -206,7 +209,7 @@ class SqliteOutbox implements WebhookOutbox {
   })))
 
   setEnabled = (endpoint: string, enabled: boolean, reason?: string) => this.#bookkeeping(() =>
-    this.#s.enable.run(enabled ? 1 : 0, enabled ? null : reason ?? null, enabled ? null : Date.now(), enabled ? 1 : 0, endpoint).changes > 0)
+    this.#s.enable.run(enabled ? 1 : 0, enabled ? null : reason ?? null, enabled ? null : this.#clock.now(), enabled ? 1 : 0, endpoint).changes > 0)
 
   events = ({ after, limit }: Parameters<WebhookOutbox['events']>[0]) => this.#runner.read(() => this.#s.eventsAfter.all(after ?? -(2n ** 63n), limit).map((event) => viewOf(this.#s, event)))
 
@@ -215,10 +218,10 @@ class SqliteOutbox implements WebhookOutbox {
     return event && viewOf(this.#s, event)
   })
 
-  redeliver = (seq: bigint, endpoint: string | undefined, attempts: number) => this.#bookkeeping(() => this.#s.redeliverSql.run({ attempts, now: Date.now(), seq, endpoint: endpoint ?? null }).changes)
+  redeliver = (seq: bigint, endpoint: string | undefined, attempts: number) => this.#bookkeeping(() => this.#s.redeliverSql.run({ attempts, now: this.#clock.now(), seq, endpoint: endpoint ?? null }).changes)
 
   stats = () => this.#runner.read(() => {
-    const now = Date.now()
+    const now = this.#clock.now()
     const pending = new Map(this.#s.pendingStats.all().map((row) => [row.endpoint, row]))
     const failed = new Map(this.#s.failedStats.all().map((row) => [row.endpoint, Number(row.failed)]))
     return this.#endpoints.map(({ name }) => {
@@ -256,7 +259,8 @@ function addTraceContext (db: Database.Database): void {
  * checkpoint run by a bookkeeping commit would then skip its own fsyncs, and a power cut could
  * lose plants the log had already made durable.
  */
-export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, { endpoints, payloads }: OutboxOptions) {
+export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, options: OutboxOptions) {
+  const { endpoints, payloads } = options
   db.exec(SCHEMA)
   addTraceContext(db)
   const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
@@ -275,7 +279,7 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, {
     }
   }
 
-  const outbox: WebhookOutbox = new SqliteOutbox(db, statements, runner, endpoints)
+  const outbox: WebhookOutbox = new SqliteOutbox(db, statements, runner, options)
   return {
     outbox,
     /**

@@ -4,6 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
 import type { NewPlant } from '../../../schemas/index.js'
+import { every, systemClock, type Clock } from '../../http/clock.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
@@ -41,7 +42,7 @@ const OPEN_BUSY_TIMEOUT_MS = 1000
 // timer tries a TRUNCATE checkpoint every WAL_CHECK_MS, which succeeds once readers allow; and
 // SQLite itself truncates it back to this size when it starts over (journal_size_limit).
 export const WAL_LIMIT_BYTES = 4 * 1024 * 1024
-const WAL_CHECK_MS = 1000
+export const WAL_CHECK_MS = 1000
 // A bookkeeping connection (the delivery thread's) also checkpoints the log this often, for an API
 // connection that leaves checkpoints to it (OutboxOptions.checkpointedElsewhere). PASSIVE: it waits
 // for no one, and copies what no reader still needs.
@@ -180,14 +181,14 @@ class OpenedFiles {
   /** The last verdict: a file at a path is not the one opened. */
   lost = false
   #leftNothing = false
-  readonly #walTimer: NodeJS.Timeout
-  readonly #checkpointTimer: NodeJS.Timeout | undefined
+  readonly #stopWalChecks: () => void
+  readonly #stopCheckpoints: (() => void) | undefined
 
-  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog, checkpoints: boolean) {
+  constructor (readonly file: string, readonly db: Database.Database, readonly log: StoreLog, checkpoints: boolean, clock: Clock) {
     this.paths = sqliteFiles(file)
     this.#opened = this.paths.map((path) => statSync(path))
-    this.#walTimer = setInterval(() => this.#truncateWal(), WAL_CHECK_MS).unref()
-    if (checkpoints) this.#checkpointTimer = setInterval(() => this.#checkpoint(), BOOKKEEPING_CHECKPOINT_MS).unref()
+    this.#stopWalChecks = every(clock, WAL_CHECK_MS, () => this.#truncateWal())
+    if (checkpoints) this.#stopCheckpoints = every(clock, BOOKKEEPING_CHECKPOINT_MS, () => this.#checkpoint())
   }
 
   assertKept () {
@@ -282,8 +283,8 @@ class OpenedFiles {
   }
 
   stopWatching () {
-    clearInterval(this.#walTimer)
-    clearInterval(this.#checkpointTimer)
+    this.#stopWalChecks()
+    this.#stopCheckpoints?.()
   }
 }
 
@@ -302,12 +303,14 @@ class SqliteStore implements PlantStore, OutboxStore {
   #outbox: ReturnType<typeof openSqliteOutbox> | undefined
   #committed: NonNullable<OutboxOptions['committed']> = () => {}
   #traceContext: NonNullable<OutboxOptions['traceContext']> = () => undefined
+  // What events are stamped with: the outbox's clock.
+  #eventClock: Clock = systemClock
   #events = 0 // events written by the batch committing
   readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
   readonly #removeWithEvent: (id: bigint, at: number, traceContext: string | undefined) => { deleted: boolean, event: boolean }
   readonly #busyWaitMs: number
 
-  constructor (file: string, log: StoreLog, bookkeeping: boolean) {
+  constructor (file: string, { log = noLog, bookkeeping = false, clock = systemClock }: SqliteStoreOptions) {
     const db = this.#db = openDatabase(file)
     // Its commits are claims and results, not plants: in WAL they skip the fsync (they survive a
     // crash of the process, not of the machine, where a lost mark only sends again), so that it
@@ -315,7 +318,7 @@ class SqliteStore implements PlantStore, OutboxStore {
     if (bookkeeping) db.pragma('synchronous = NORMAL')
     this.#busyWaitMs = bookkeeping ? BOOKKEEPING_BUSY_WAIT_MS : BUSY_WAIT_MS
     const statements = this.#statements = prepareStatements(db)
-    this.#files = new OpenedFiles(file, db, log, bookkeeping)
+    this.#files = new OpenedFiles(file, db, log, bookkeeping, clock)
     this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
       const inserted: PendingCreate[] = []
       const failures = batch.map((create) => {
@@ -365,7 +368,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   async #commitBatch (batch: PendingCreate[]) {
     let failures: Array<InstanceType<typeof SqliteError> | undefined>
     try {
-      failures = await this.#write(() => this.#insertBatch(batch, Date.now()))
+      failures = await this.#write(() => this.#insertBatch(batch, this.#eventClock.now()))
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
@@ -394,7 +397,7 @@ class SqliteStore implements PlantStore, OutboxStore {
 
   delete = async (id: bigint) => {
     const traceContext = this.#traceContext()
-    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, Date.now(), traceContext))
+    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, this.#eventClock.now(), traceContext))
     if (event) this.#committed('plant.deleted', 1)
     return deleted
   }
@@ -403,6 +406,7 @@ class SqliteStore implements PlantStore, OutboxStore {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
     this.#committed = options.committed ?? this.#committed
     this.#traceContext = options.traceContext ?? this.#traceContext
+    this.#eventClock = options.clock ?? systemClock
     // Its commits no longer copy the log into the database (and fsync it) on this thread.
     if (options.checkpointedElsewhere === true) this.#db.pragma('wal_autocheckpoint = 0')
     return this.#outbox.outbox
@@ -431,8 +435,10 @@ export interface SqliteStoreOptions {
   log?: StoreLog
   /** A connection that writes only the outbox's bookkeeping (the delivery thread's); it checkpoints the log. */
   bookkeeping?: boolean
+  /** The clock of the store's timers, which check and checkpoint the log (default: the system clock). */
+  clock?: Clock
 }
 
-export function openSqliteStore (path: string, { log = noLog, bookkeeping = false }: SqliteStoreOptions = {}): PlantStore & OutboxStore {
-  return new SqliteStore(resolve(path), log, bookkeeping)
+export function openSqliteStore (path: string, options: SqliteStoreOptions = {}): PlantStore & OutboxStore {
+  return new SqliteStore(resolve(path), options)
 }

@@ -1,0 +1,121 @@
+import pg from 'pg'
+import type { StoreLog } from '../types.js'
+import { DEADLINE_AFTER_STATEMENT_MS, INT8_OID, withClient } from './connection.js'
+import { answerFor, type PostgresFailure } from './failures.js'
+import { migrate } from './migration.js'
+import { sqlName, type TableName } from './table.js'
+
+// A migration is a few statements, some of which wait for another instance's migration.
+const MIGRATION_TIMEOUT_MS = 5000
+// While the table is unusable, operations fail at once (503) and the catalog is asked again at most this often.
+const RECHECK_MS = 1000
+
+/** An operation on a pooled connection; `used` is the migration it relied on, for a recheck to replace. */
+export type Work<R> = (client: pg.PoolClient, used: Promise<void>) => Promise<R>
+
+export interface CheckedTableOptions {
+  /** The table's schema was named in the options: the migration makes it when missing. */
+  makeSchema: boolean
+  /** The server's statement_timeout: an operation's own deadline comes a little after it. */
+  statementTimeout: number
+  log: StoreLog
+}
+
+/**
+ * The store's table, and every operation on it. Its state is checked (and the table made) once,
+ * then again whenever an operation finds it changed. While it is unusable, operations fail at once
+ * and the catalog is asked again at most every RECHECK_MS.
+ */
+export class CheckedTable {
+  #migration: Promise<void> | undefined
+  /** Set once the store has started: from then on a table turning unusable is logged. */
+  started = false
+  /** What was logged of the table last, while it is unusable. */
+  unusable: string | undefined
+  readonly #makeSchema: boolean
+  readonly #queryTimeout: number
+  readonly #log: StoreLog
+
+  constructor (readonly pool: pg.Pool, readonly name: TableName, { makeSchema, statementTimeout, log }: CheckedTableOptions) {
+    this.#makeSchema = makeSchema
+    this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
+    this.#log = log
+  }
+
+  migrated (): Promise<void> {
+    const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.#makeSchema), MIGRATION_TIMEOUT_MS)
+      .then(() => {
+        if (this.unusable !== undefined) this.#log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
+        this.unusable = undefined
+      }, (error) => this.#failed(error as PostgresFailure, current))
+    return current
+  }
+
+  #failed (failure: PostgresFailure, current: Promise<void>): never {
+    if (failure.where !== 'table') {
+      this.#migration = undefined
+      throw failure
+    }
+    // One line when the table turns unusable, not one per request; a start-up refusal says it itself.
+    const message = (failure.cause as Error).message
+    if (this.started && message !== this.unusable) this.#log.warn(message)
+    this.unusable = message
+    // Meanwhile every operation fails at once, without asking the database.
+    // c8: whether a recheck replaced this attempt within RECHECK_MS depends on timing alone.
+    /* c8 ignore next */
+    setTimeout(() => { if (this.#migration === current) this.#migration = undefined }, RECHECK_MS).unref()
+    throw failure
+  }
+
+  /** Has the table checked again, unless another failure did so already since `used`. */
+  recheck (used: Promise<void>) {
+    if (this.#migration === used) this.#migration = undefined
+    return this.migrated()
+  }
+
+  /** A probe looks at the table again at once, rather than repeat an unusable one's verdict. */
+  forgetUnusable () {
+    if (this.unusable !== undefined) this.#migration = undefined
+  }
+
+  /**
+   * Runs `work` once the table is there and usable. After a failure that is not the id's nor an
+   * outage's (a column renamed, the primary key dropped, a privilege revoked, the table dropped),
+   * the table is checked again: an unusable one makes the failure a `table` one (503), a missing
+   * one is made again and the work tried once more. Once more too when the session's prepared
+   * statements were not what the driver held (on another connection: withClient closed that one).
+   */
+  async run<R> (work: Work<R>, again = true): Promise<R> {
+    const used = this.migrated()
+    await used
+    try {
+      return await withClient(this.pool, (client) => work(client, used), this.#queryTimeout)
+    } catch (error) {
+      const { where } = error as PostgresFailure
+      if (where === 'session' && again) return this.run(work, false)
+      if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
+      await this.recheck(used)
+      if (where === 'schema' && again) return this.run(work, false)
+      throw error
+    }
+  }
+
+  /** `run`, with a failure turned into what it means to a client. */
+  async answered<R> (work: Work<R>): Promise<R> {
+    try {
+      return await this.run(work)
+    } catch (error) {
+      throw answerFor(error as PostgresFailure)
+    }
+  }
+
+  /**
+   * Ids that come back as anything but int8 mean the table was changed under the store (a column
+   * retyped): it is checked again, which fails (503) when the change makes it unusable.
+   */
+  checkIds (result: pg.QueryResult, used: Promise<void>) {
+    return result.fields[0].dataTypeID === INT8_OID
+      ? undefined
+      : this.recheck(used).then(undefined, (error: unknown) => { throw answerFor(error as PostgresFailure) })
+  }
+}
