@@ -9,7 +9,7 @@ import { otlpEndpoint, otlpProtocol, tracingOn, type OtlpProtocol } from '../../
 import { linksTo } from '../../service/observe/tracing/webhooks.js'
 import type { ClaimedDelivery } from '../../plugins/store/outbox.js'
 import { tracedAttempt } from '../../plugins/webhooks/delivery/tracing.js'
-import { AUTH, build, JSON_TYPE } from '../helpers/app.js'
+import { AUTH, build, collectLogs, JSON_TYPE } from '../helpers/app.js'
 import { blackHole, closedPort, grpcCollector, httpCollector, type CollectedSpan } from '../helpers/otlp-collector.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
@@ -177,4 +177,21 @@ t.test('a tracer provider sends spans in each OTLP protocol, and its shutdown sa
   t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT })
   const silent = await provide('http/protobuf', `${(await blackHole(t)).endpoint}/v1/traces`)
   t.equal(await silent.shutdown(50), 'dropped', 'a collector that never answers: dropped once the bound has passed')
+})
+
+t.test('the app says once that tracing is on, where to, and, at close, that spans the collector did not take were dropped', async (t) => {
+  const endpoint = `${await closedPort()}/v1/traces`
+  const config = loadConfig({ DATABASE_URL: 'memory:', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint })
+  process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = endpoint
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
+  const tracing = await loadTracing(config)
+  const { lines, logger } = collectLogs('info')
+  const { app } = await build(t, {}, { tracing, logger })
+  t.equal((await app.inject({ url: '/plants/1', headers: AUTH })).statusCode, 404)
+  await app.close()
+  const target = { protocol: 'http/protobuf', endpoint }
+  t.match(lines.filter(({ msg }) => String(msg).startsWith('tracing')), [
+    { level: 30, msg: 'tracing on: spans are sent over OTLP', ...target },
+    { level: 40, msg: 'tracing: some spans could not be sent (the collector refused them, was unreachable or too slow) and were dropped', ...target }
+  ])
 })
