@@ -28,10 +28,10 @@ export default fp<LoadSheddingOptions>(async function loadShedding (fastify, opt
   if (maxEventLoopDelay === 0 && maxEventLoopUtilization === 0 && maxHeapUsedBytes === 0) return
 
   const delays = monitorEventLoopDelay({ resolution: RESOLUTION })
-  delays.enable()
   let utilization = performance.eventLoopUtilization()
   let overloaded = false
-  const sampler = setInterval(() => {
+  let sampler: NodeJS.Timeout | undefined
+  const sample = () => {
     const delay = meanLoopDelay(delays)
     delays.reset()
     const now = performance.eventLoopUtilization()
@@ -40,7 +40,15 @@ export default fp<LoadSheddingOptions>(async function loadShedding (fastify, opt
     overloaded = (maxEventLoopDelay > 0 && delay > maxEventLoopDelay) ||
       (maxEventLoopUtilization > 0 && utilized > maxEventLoopUtilization) ||
       (maxHeapUsedBytes > 0 && getHeapStatistics().used_heap_size > maxHeapUsedBytes)
-  }, SAMPLE_INTERVAL).unref()
+  }
+  // Measured from the moment the app is ready: its own start-up (modules loaded, the store opened,
+  // the routes compiled) blocks the loop too, and is no reason to refuse its first requests.
+  fastify.addHook('onReady', (done) => {
+    delays.enable()
+    utilization = performance.eventLoopUtilization()
+    sampler = setInterval(sample, SAMPLE_INTERVAL).unref()
+    done()
+  })
   fastify.addHook('onClose', (_instance, done) => {
     clearInterval(sampler)
     delays.disable()

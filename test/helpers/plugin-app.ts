@@ -19,11 +19,14 @@ export type Injectable = Pick<FastifyInstance, 'inject'>
  * another store). Nothing of the service is around it: no Error-shaped 404 outside the plugin, no
  * security headers, request log, CORS, compression or docs. `fastifyOptions` is the host's (its logger).
  */
-export async function buildPlugin (t: Test, options: Partial<PlantStoreOptions> = {}, fastifyOptions: FastifyServerOptions = {}) {
+export async function buildPlugin (t: Test, options: Partial<PlantStoreOptions> = {}, fastifyOptions: FastifyServerOptions = {},
+  thenRegister?: (app: FastifyInstance) => Promise<void>) {
   const store: PlantStore = createMemoryStore()
   const app = Fastify(fastifyOptions)
   t.teardown(() => app.close())
   await app.register(plantStore, { tokens: [TOKEN, OTHER_TOKEN], store, ...options })
+  // What the host registers after the plugin, before it is ready.
+  await thenRegister?.(app)
   await app.ready()
   return { app, store }
 }

@@ -5,7 +5,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { meanLoopDelay } from '../../plugins/http/load-shedding.js'
-import { assertCreateShed, buildPlugin } from '../helpers/plugin-app.js'
+import { assertCreateShed, buildPlugin, createPlant, storedPlants } from '../helpers/plugin-app.js'
 
 t.test('a sample with no delay measured at all (the loop blocked throughout) is the worst delay, not none', async (t) => {
   t.equal(meanLoopDelay({ mean: Number.NaN }), Infinity)
@@ -18,4 +18,18 @@ t.test('a loop blocked for longer than a sample, in one block: plant requests sh
   while (Date.now() < until);
   await sleep(50)
   await assertCreateShed(t, app, store, 3)
+})
+
+t.test('the app\'s own start-up is not load: a loop blocked while it starts sheds none of its first requests', async (t) => {
+  // A host whose start-up, after the plugin's registration, blocks the loop for longer than a sample.
+  const { app, store } = await buildPlugin(t, { pressure: { maxEventLoopDelay: 20, retryAfter: 3 } }, {}, async (host) => {
+    await host.register(async function slowStart () {
+      const until = Date.now() + 1200
+      while (Date.now() < until);
+    })
+  })
+  // The timers due after the block run first: a sample taken during start-up would be the worst there is.
+  await sleep(1)
+  for (let id = 1; id <= 30; id++) t.equal((await createPlant(app, { id, name: 'n' })).statusCode, 200, `request ${id} of the first 30 answered`)
+  t.equal((await storedPlants(store)).length, 30)
 })
