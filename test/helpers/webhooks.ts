@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
+import type { AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../../plugins/store/outbox.js'
 import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
 
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
@@ -34,4 +35,27 @@ export async function eventually (check: () => boolean | Promise<boolean>, ms = 
     await sleep(10)
   }
   return true
+}
+
+/**
+ * `outbox`, its claims and results noted as they come back: what each claim handed out, and each
+ * result written. That nothing more was claimed shows that nothing more was, or will be, sent.
+ */
+export function watchedOutbox<O extends WebhookOutbox> (outbox: O) {
+  const claims: ClaimedDelivery[][] = []
+  const records: AttemptRecord[] = []
+  const claim = outbox.claim.bind(outbox)
+  const record = outbox.record.bind(outbox)
+  outbox.claim = async (wants, leaseMs) => {
+    const claimed = await claim(wants, leaseMs)
+    claims.push(claimed)
+    return claimed
+  }
+  outbox.record = async (written) => {
+    await record(written)
+    records.push(...written)
+  }
+  /** Deliveries claimed so far, all claims together. */
+  const claimed = () => claims.reduce((sum, { length }) => sum + length, 0)
+  return Object.assign(outbox, { claims, records, claimed })
 }
