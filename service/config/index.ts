@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
@@ -8,6 +8,7 @@ import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, D
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
+import { MAX_SETTING_FILE_BYTES, readSettingFile } from './setting-file.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
@@ -21,8 +22,7 @@ const boundsOf = (option: unknown) => option as { minimum: number, maximum?: num
 const utilization = boundsOf(LoadSheddingOptionsSchema.properties.maxEventLoopUtilization)
 const rateWindow = boundsOf(RateLimitOptionsSchema.properties.timeWindow)
 
-/** The largest setting file read (tokens, webhook endpoints): far more than any real one. */
-export const MAX_SETTING_FILE_BYTES = 1024 * 1024
+export { MAX_SETTING_FILE_BYTES }
 export const MAX_TOKENS_FILE_BYTES = MAX_SETTING_FILE_BYTES
 
 /** A duration setting in ms, within what a Node timer can hold. */
@@ -307,36 +307,6 @@ export function readWebhooks (config: Config): WebhooksOptions | undefined {
 
 const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,
   `set it to a readable regular file of tokens, one a line, at most ${MAX_TOKENS_FILE_BYTES} bytes`)
-
-/**
- * The text of a setting file (tokens, webhook endpoints); `refuse` words the error of each problem.
- * Only a regular file of bounded size is read: a device such as /dev/zero never ends, and a named
- * pipe would hold start-up until someone writes to it (opened without blocking, it is refused
- * before any read).
- */
-function readSettingFile (path: string, refuse: (problem: string) => Error): string {
-  let fd: number
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
-  } catch (error) {
-    throw refuse(`cannot be read (${(error as NodeJS.ErrnoException).code})`)
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw refuse('is not a regular file')
-    // One byte more than allowed tells a file too large (or growing) from one that fits.
-    const buffer = Buffer.alloc(MAX_SETTING_FILE_BYTES + 1)
-    let length = 0
-    for (;;) {
-      const read = readSync(fd, buffer, length, buffer.length - length, null)
-      length += read
-      if (read === 0 || length === buffer.length) break
-    }
-    if (length > MAX_SETTING_FILE_BYTES) throw refuse(`is larger than ${MAX_SETTING_FILE_BYTES} bytes`)
-    return buffer.toString('utf8', 0, length)
-  } finally {
-    closeSync(fd)
-  }
-}
 
 /** The tokens of API_TOKENS and API_TOKENS_FILE together, trimmed, without empty entries. */
 export function readTokens (config: Pick<Config, 'API_TOKENS' | 'API_TOKENS_FILE'> & { NODE_ENV?: string | undefined }): string[] {
