@@ -11,7 +11,10 @@ export { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptions
 export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../plugins/store/index.js'
 export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
-export { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../plugins/webhooks/settings.js'
+export {
+  DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
+  type WebhookEventType, type WebhooksOptions
+} from '../plugins/webhooks/settings.js'
 export type { WebhookObserver } from '../plugins/webhooks/index.js'
 export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export { openapiDeclarations } from '../routes/openapi/names.js'

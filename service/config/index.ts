@@ -4,11 +4,12 @@ import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
 import { MAX_SETTING_FILE_BYTES, readSettingFile } from './setting-file.js'
+import { readWebhooksEnv, WebhookSettings } from './webhooks.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
@@ -158,18 +159,7 @@ export const ConfigSchema = Type.Object({
   TRUST_PROXY: Type.Optional(Type.String({
     description: 'the proxies whose X-Forwarded-For is believed: their addresses or CIDRs (or loopback, linklocal, uniquelocal), comma-separated, or true for any peer (unset: none)'
   })),
-  // Checked by readWebhooks: the values are lists and durations, not single numbers.
-  WEBHOOK_URL: Type.Optional(Type.String({ description: 'the http(s) URL new-plant events are POSTed to (with WEBHOOK_SECRET)' })),
-  WEBHOOK_SECRET: Type.Optional(Type.String({ description: 'whsec_ + base64 of 24 to 64 random bytes; comma-separated to rotate (each signs)' })),
-  WEBHOOK_EVENTS: Type.Optional(Type.String({ description: `the events sent to WEBHOOK_URL: ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated (default plant.created)` })),
-  WEBHOOK_ENDPOINTS_FILE: Type.Optional(Type.String({
-    description: `a regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`
-  })),
-  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ description: `the waits after each failed delivery attempt (ms, s, m, h), jittered 20 %; default ${DEFAULT_RETRY_SCHEDULE}` })),
-  WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
-  WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
-  WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
-  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' })),
+  ...WebhookSettings,
   WEBHOOK_DELIVERY: Type.Enum(WEBHOOK_DELIVERY_ROLES, {
     default: 'thread',
     description: 'thread (API and delivery, in a thread of its own), off (API only: events are written, another instance delivers) ' +
