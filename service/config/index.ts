@@ -9,7 +9,7 @@ import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIM
 import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
 import { MAX_SETTING_FILE_BYTES, readSettingFile } from './setting-file.js'
-import { readWebhooksEnv, WebhookSettings } from './webhooks.js'
+import { readWebhooksEnv, roleFromEnv, WebhookSettings, type ServiceRole } from './webhooks.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
@@ -36,9 +36,6 @@ const Host = (options: { default?: string, description: string }) =>
 
 /** Where the metrics listener binds by default: off the public network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'
-
-/** The values of WEBHOOK_DELIVERY: what this instance does of webhooks. */
-export const WEBHOOK_DELIVERY_ROLES = ['thread', 'off', 'only'] as const
 
 /** The values of DOCS. */
 const SWITCH = ['on', 'off'] as const
@@ -160,11 +157,6 @@ export const ConfigSchema = Type.Object({
     description: 'the proxies whose X-Forwarded-For is believed: their addresses or CIDRs (or loopback, linklocal, uniquelocal), comma-separated, or true for any peer (unset: none)'
   })),
   ...WebhookSettings,
-  WEBHOOK_DELIVERY: Type.Enum(WEBHOOK_DELIVERY_ROLES, {
-    default: 'thread',
-    description: 'thread (API and delivery, in a thread of its own), off (API only: events are written, another instance delivers) ' +
-      'or only (delivery only: no plant or admin routes), with WEBHOOK_URL or WEBHOOK_ENDPOINTS_FILE'
-  }),
   ...TracingSettings
 })
 
@@ -270,29 +262,23 @@ function tokensFrom (name: string, entries: string[], entry: string, production:
   return tokens.filter(Boolean)
 }
 
-/** The `webhooks` option from the WEBHOOK_* settings; undefined (feature off) when no endpoint is set. */
-export function readWebhooks (config: Config): WebhooksOptions | undefined {
-  let webhooks: WebhooksOptions | undefined
+/** A webhook setting refused (service/config/webhooks.ts), as the one line of a ConfigError. */
+function asConfigError<T> (read: () => T): T {
   try {
-    webhooks = readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
-      `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`)))
+    return read()
   } catch (error) {
-    const { setting, problem, fix } = error as WebhookSettingError
-    throw new ConfigError(`Invalid configuration: ${setting} ${problem}; ${fix}.`)
+    if (!(error instanceof WebhookSettingError)) throw error
+    throw invalid(error.setting, error.problem, error.fix)
   }
-  if (webhooks === undefined) {
-    // An API-only or a delivery-only instance without endpoints would write or deliver nothing.
-    if (config.WEBHOOK_DELIVERY !== 'thread') {
-      throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} but no webhook endpoint is set`,
-        'set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE (the same on every instance), or unset WEBHOOK_DELIVERY')
-    }
-    return undefined
-  }
-  if (config.WEBHOOK_DELIVERY !== 'thread' && config.DATABASE_URL === 'memory:') {
-    throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} with DATABASE_URL=memory:, whose events no other instance can reach`,
-      'set DATABASE_URL to a sqlite:<path> file or a postgres:// database shared by the instances, or unset WEBHOOK_DELIVERY')
-  }
-  return config.WEBHOOK_DELIVERY === 'off' ? { ...webhooks, delivery: 'off' } : webhooks
+}
+
+/** What this instance does (API, WEBHOOK_DELIVERY): serve the API or not, and where it delivers. */
+export const serviceRole = (config: Config): ServiceRole => asConfigError(() => roleFromEnv(config))
+
+/** The `webhooks` option from the WEBHOOK_* settings, its delivery the role's; undefined (feature off) when no endpoint is set. */
+export function readWebhooks (config: Config): WebhooksOptions | undefined {
+  return asConfigError(() => readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
+    `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`))))
 }
 
 const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,

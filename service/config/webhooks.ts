@@ -1,16 +1,27 @@
 import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 import {
-  DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
-  type WebhookEventType, type WebhooksOptions
+  DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError,
+  WebhooksOptionsSchema, type WebhookEventType, type WebhooksOptions
 } from '../../src/service-api.js'
 import { MAX_SETTING_FILE_BYTES } from './setting-file.js'
 
+/** WEBHOOK_DELIVERY=only: the spelling of a delivery-only instance before API existed, kept as an alias of API=off. */
+const ONLY = 'only'
+
+/** The values of WEBHOOK_DELIVERY: exactly the plugin's webhooks.delivery, and the alias. */
+export const WEBHOOK_DELIVERY_VALUES = [...WEBHOOK_DELIVERY_PLACES, ONLY] as const
+
 /**
- * The WEBHOOK_* settings of the service's config schema. Each is text, checked here as it is read
- * (readWebhooksEnv): the values are lists and durations, not single numbers.
+ * The service's role (API, WEBHOOK_DELIVERY) and the WEBHOOK_* settings, in the service's config
+ * schema. The WEBHOOK_* values are text, checked here as they are read (readWebhooksEnv): they are
+ * lists and durations, not single numbers.
  */
 export const WebhookSettings = {
+  API: Type.Optional(Type.Enum(['on', 'off'], {
+    description: 'on (the default: the plant and webhook admin routes are served) or off (a delivery-only instance: webhook delivery, /healthz, /readyz ' +
+      'and /metrics, no plant or admin route and no token), which needs WEBHOOK_URL or WEBHOOK_ENDPOINTS_FILE and WEBHOOK_DELIVERY thread or in-process'
+  })),
   WEBHOOK_URL: Type.Optional(Type.String({ description: 'the http(s) URL new-plant events are POSTed to (with WEBHOOK_SECRET)' })),
   WEBHOOK_SECRET: Type.Optional(Type.String({ description: 'whsec_ + base64 of 24 to 64 random bytes; comma-separated to rotate (each signs)' })),
   WEBHOOK_EVENTS: Type.Optional(Type.String({ description: `the events sent to WEBHOOK_URL: ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated (default plant.created)` })),
@@ -21,11 +32,62 @@ export const WebhookSettings = {
   WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
   WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
   WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
-  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' }))
+  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' })),
+  WEBHOOK_DELIVERY: Type.Enum(WEBHOOK_DELIVERY_VALUES, {
+    default: 'thread',
+    description: 'thread (the default: in a worker thread of its own), in-process (on the event loop that serves the API) or off (not at all: ' +
+      'events are written and another instance delivers them), as the plugin\'s webhooks.delivery; only is an alias of API=off with WEBHOOK_DELIVERY=thread'
+  })
 }
 
-/** The WEBHOOK_* variables the service reads, as the schema types them. */
+/** API and the WEBHOOK_* variables the service reads, as the schema types them. */
 export type WebhookEnv = Static<ReturnType<typeof Type.Object<typeof WebhookSettings>>>
+
+/** What an instance does: serve the API or not, and where it delivers (the plugin's webhooks.delivery). */
+export interface ServiceRole {
+  api: boolean
+  delivery: typeof WEBHOOK_DELIVERY_PLACES[number]
+  /** The one start-up warning the alias calls for, naming the spelling to use instead. */
+  notice?: string
+}
+
+/**
+ * The role from its two switches, read here and nowhere else: API (on, or off for a delivery-only
+ * instance) and WEBHOOK_DELIVERY (where this instance delivers), WEBHOOK_DELIVERY=only taken for
+ * API=off with WEBHOOK_DELIVERY=thread. A pair that cannot work throws a WebhookSettingError.
+ */
+export function roleFromEnv (env: Pick<WebhookEnv, 'API' | 'WEBHOOK_DELIVERY'>): ServiceRole {
+  if (env.WEBHOOK_DELIVERY === ONLY) {
+    if (env.API === 'on') {
+      throw new WebhookSettingError('WEBHOOK_DELIVERY', 'is only, an alias of API=off, while API is on',
+        'set API=off with WEBHOOK_DELIVERY=thread for a delivery-only instance, or unset WEBHOOK_DELIVERY')
+    }
+    return { api: false, delivery: 'thread', notice: 'WEBHOOK_DELIVERY=only is an alias of API=off with WEBHOOK_DELIVERY=thread: set those two instead' }
+  }
+  const api = env.API !== 'off'
+  if (!api && env.WEBHOOK_DELIVERY === 'off') {
+    throw new WebhookSettingError('API', 'is off with WEBHOOK_DELIVERY=off, so this instance would neither serve the API nor deliver',
+      'set WEBHOOK_DELIVERY to thread or in-process for a delivery-only instance, or unset API')
+  }
+  return { api, delivery: env.WEBHOOK_DELIVERY }
+}
+
+/**
+ * What a role other than the default one (an API instance that delivers in a thread) is about:
+ * webhooks. Such an instance needs an endpoint, and, when another instance writes or delivers its
+ * events, a store that instance reaches. Refused otherwise, naming the switch set.
+ */
+function checkRole (env: WebhookEnv & { DATABASE_URL: string }, role: ServiceRole, endpoints: boolean): void {
+  const [setting, value] = !role.api ? (env.WEBHOOK_DELIVERY === ONLY ? ['WEBHOOK_DELIVERY', ONLY] : ['API', 'off']) : ['WEBHOOK_DELIVERY', role.delivery]
+  if (!endpoints && (!role.api || role.delivery !== 'thread')) {
+    throw new WebhookSettingError(setting, `is ${value} but no webhook endpoint is set`,
+      `set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE (the same on every instance), or unset ${setting}`)
+  }
+  if ((!role.api || role.delivery === 'off') && env.DATABASE_URL === 'memory:') {
+    throw new WebhookSettingError(setting, `is ${value} with DATABASE_URL=memory:, whose events no other instance can reach`,
+      `set DATABASE_URL to a sqlite:<path> file or a postgres:// database shared by the instances, or unset ${setting}`)
+  }
+}
 
 /** Reads a setting file's text, or throws a WebhookSettingError saying why it cannot (the service bounds it). */
 export type ReadSettingFile = (path: string) => string
@@ -117,11 +179,14 @@ function envSettingOf (env: WebhookEnv) {
 }
 
 /**
- * The service's `webhooks` option, checked; undefined when none is set. Throws a
- * WebhookSettingError naming the variable. The schema is compiled only when webhooks are on.
+ * The service's `webhooks` option, checked, its `delivery` the role's; undefined when no endpoint
+ * is set. Throws a WebhookSettingError naming the variable. The schema is compiled only when
+ * webhooks are on.
  */
-export function readWebhooksEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
+export function readWebhooksEnv (env: WebhookEnv & { DATABASE_URL: string }, read: ReadSettingFile): WebhooksOptions | undefined {
+  const role = roleFromEnv(env)
   const options = webhooksFromEnv(env, read)
+  checkRole(env, role, options !== undefined)
   if (options === undefined) return undefined
   const settingOf = envSettingOf(env)
   const validate = new Ajv({ strict: false, validateSchema: false }).compile(WebhooksOptionsSchema)
@@ -136,5 +201,5 @@ export function readWebhooksEnv (env: WebhookEnv, read: ReadSettingFile): Webhoo
     throw new WebhookSettingError(settingOf(path), first.message!, 'see the Webhooks section of the README')
   }
   resolveWebhooks(options, settingOf)
-  return options
+  return { ...options, delivery: role.delivery }
 }

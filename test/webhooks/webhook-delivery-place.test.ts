@@ -70,7 +70,7 @@ t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plan
   const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
   const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
   t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
-  const { app: delivery } = await build(t, { store, webhooks }, { deliveryOnly: true })
+  const { app: delivery } = await build(t, { store, webhooks }, { api: false })
   t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'the event written by the API-only app is delivered')
   t.equal((await delivery.inject({ url: '/healthz' })).statusCode, 200)
   t.equal((await delivery.inject({ url: '/readyz' })).statusCode, 200)
