@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
+import { createMemoryStore } from '../../plugins/store/memory/store.js'
 import type { AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../../plugins/store/outbox.js'
 import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
 
@@ -44,9 +45,11 @@ export async function eventually (check: () => boolean | Promise<boolean>, ms = 
 export function watchedOutbox<O extends WebhookOutbox> (outbox: O) {
   const claims: ClaimedDelivery[][] = []
   const records: AttemptRecord[] = []
+  let started = 0
   const claim = outbox.claim.bind(outbox)
   const record = outbox.record.bind(outbox)
   outbox.claim = async (wants, leaseMs) => {
+    started++
     const claimed = await claim(wants, leaseMs)
     claims.push(claimed)
     return claimed
@@ -57,5 +60,16 @@ export function watchedOutbox<O extends WebhookOutbox> (outbox: O) {
   }
   /** Deliveries claimed so far, all claims together. */
   const claimed = () => claims.reduce((sum, { length }) => sum + length, 0)
-  return Object.assign(outbox, { claims, records, claimed })
+  /** Claims started so far, come back or not. */
+  const claimsStarted = () => started
+  return Object.assign(outbox, { claims, records, claimed, claimsStarted })
+}
+
+/** A memory store whose outbox, once an app opens it, is watched (watchedOutbox). */
+export function watchedMemoryStore () {
+  const store = createMemoryStore()
+  let watched: ReturnType<typeof watchedOutbox<WebhookOutbox>> | undefined
+  const open = store.openOutbox.bind(store)
+  store.openOutbox = async (options) => (watched = watchedOutbox(await open(options)))
+  return { store, outbox: () => watched! }
 }
