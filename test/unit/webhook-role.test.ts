@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import t, { type Test } from 'tap'
+import { configHints } from '../../service/config/hints.js'
 import { ConfigError, loadConfig, readWebhooks, serviceRole } from '../../service/config/index.js'
 import { checkOptions } from '../../src/options.js'
 
@@ -78,4 +79,10 @@ t.test('an unknown value names each value the setting takes', async (t) => {
   t.throws(() => loadConfig({ API: 'no' }), {
     message: /^Invalid configuration: API must be equal to one of the allowed values; set API to on \(the default: .*\) or off \(a delivery-only instance: .*\), which needs WEBHOOK_URL or WEBHOOK_ENDPOINTS_FILE and WEBHOOK_DELIVERY thread or in-process\.$/
   })
+})
+
+t.test('API is a setting: api is taken for it, a name one letter from it (APP) is not', async (t) => {
+  t.same(configHints({ api: 'off' }), ['api is not a setting and is ignored: did you mean API?'])
+  t.same(configHints({ APP: 'shop', AP: 'x', APIS: 'x' }), [], 'three letters: another name, not a typo')
+  t.same(configHints({ API: 'off' }), [])
 })
