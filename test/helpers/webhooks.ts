@@ -3,8 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Webhook as StandardWebhook } from 'standardwebhooks'
 import { Webhook as SvixWebhook } from 'svix'
+import { openStore } from '../../plugins/store/index.js'
 import { createMemoryStore } from '../../plugins/store/memory/store.js'
-import type { AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../../plugins/store/outbox.js'
+import type { AttemptRecord, ClaimedDelivery, OutboxStore, WebhookOutbox } from '../../plugins/store/outbox.js'
+import { MIN_POOL_TO_LISTEN } from '../../plugins/store/postgres/outbox.js'
+import type { PostgresStoreOptions } from '../../plugins/store/postgres/store.js'
+import type { PlantStore } from '../../plugins/store/types.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
 
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
@@ -72,4 +77,11 @@ export function watchedMemoryStore () {
   const open = store.openOutbox.bind(store)
   store.openOutbox = async (options) => (watched = watchedOutbox(await open(options)))
   return { store, outbox: () => watched! }
+}
+
+/** A PostgreSQL store of its own on `url` (a pool that can spare a connection to listen), its outbox open for e0; closed at the test's end. */
+export async function outboxOn (t: { teardown (fn: () => unknown): void }, url: string, options: PostgresStoreOptions = {}): Promise<WebhookOutbox> {
+  const store = await openStore(url, { poolSize: MIN_POOL_TO_LISTEN, ...options }) as PlantStore & OutboxStore
+  t.teardown(() => store.close())
+  return store.openOutbox({ endpoints: [{ name: 'e0', events: ['plant.created'] }], payloads: eventPayloads })
 }

@@ -1,27 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
-import { openStore } from '../../plugins/store/index.js'
-import type { OutboxStore, WebhookOutbox } from '../../plugins/store/outbox.js'
 import pg from 'pg'
 import { ANNOUNCE_GAP_MS, channelOf, RELISTEN_MS } from '../../plugins/store/postgres/announce.js'
 import { MIN_POOL_TO_LISTEN } from '../../plugins/store/postgres/outbox.js'
-import type { PostgresStoreOptions } from '../../plugins/store/postgres/store.js'
-import type { PlantStore } from '../../plugins/store/types.js'
 import { AUTH, build, createPlant, JSON_TYPE } from '../helpers/app.js'
 import { connect, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
-import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { eventPayloads } from '../../plugins/webhooks/events.js'
+import { eventually, newSecret, outboxOn, webhooksFor } from '../helpers/webhooks.js'
 
 const pgSkip = await postgresSkip()
-const ENDPOINTS = [{ name: 'e0', events: ['plant.created' as const] }]
-
-/** A PostgreSQL store of its own on `url`, its outbox open; closed at the test's end. */
-async function outboxOn (t: Test, url: string, options: PostgresStoreOptions = {}): Promise<WebhookOutbox> {
-  const store = await openStore(url, { poolSize: MIN_POOL_TO_LISTEN, ...options }) as PlantStore & OutboxStore
-  t.teardown(() => store.close())
-  return store.openOutbox({ endpoints: ENDPOINTS, payloads: eventPayloads })
-}
 
 /** The sessions of the database at `url` listening for announcements: the listeners' connections. */
 const listeners = async (url: string) => (await sqlOn<{ pid: number }>(url,

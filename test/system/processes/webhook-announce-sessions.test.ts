@@ -5,28 +5,14 @@
  * Both wait out real time (the waits between tries, the checks' period): here, not in the fast tiers.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import pg from 'pg'
-import { openStore } from '../../../plugins/store/index.js'
-import type { OutboxStore, WebhookOutbox } from '../../../plugins/store/outbox.js'
 import { channelOf, listen, RELISTEN_MS } from '../../../plugins/store/postgres/announce.js'
-import { MIN_POOL_TO_LISTEN } from '../../../plugins/store/postgres/outbox.js'
-import type { PostgresStoreOptions } from '../../../plugins/store/postgres/store.js'
-import type { PlantStore } from '../../../plugins/store/types.js'
-import { eventPayloads } from '../../../plugins/webhooks/events.js'
 import { downFor, freshDatabase, postgresSkip, sqlOn } from '../../helpers/postgres.js'
 import { startTcpProxy } from '../../helpers/tcp-proxy.js'
-import { eventually } from '../../helpers/webhooks.js'
+import { eventually, outboxOn } from '../../helpers/webhooks.js'
 
 const pgSkip = await postgresSkip()
-const ENDPOINTS = [{ name: 'e0', events: ['plant.created' as const] }]
-
-/** A PostgreSQL store of its own on `url`, its outbox open; closed at the test's end. */
-async function outboxOn (t: Test, url: string, options: PostgresStoreOptions = {}): Promise<WebhookOutbox> {
-  const store = await openStore(url, { poolSize: MIN_POOL_TO_LISTEN, ...options }) as PlantStore & OutboxStore
-  t.teardown(() => store.close())
-  return store.openOutbox({ endpoints: ENDPOINTS, payloads: eventPayloads })
-}
 
 t.test('PostgreSQL: a listener whose store is down keeps trying, and listens once it is back', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
