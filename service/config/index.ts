@@ -262,13 +262,13 @@ function tokensFrom (name: string, entries: string[], entry: string, production:
   return tokens.filter(Boolean)
 }
 
-/** A webhook setting refused (service/config/webhooks.ts), as the one line of a ConfigError. */
+/** A webhook setting refused (service/config/webhooks.ts throws only WebhookSettingError), as the one line of a ConfigError. */
 function asConfigError<T> (read: () => T): T {
   try {
     return read()
   } catch (error) {
-    if (!(error instanceof WebhookSettingError)) throw error
-    throw invalid(error.setting, error.problem, error.fix)
+    const { setting, problem, fix } = error as WebhookSettingError
+    throw invalid(setting, problem, fix)
   }
 }
 

@@ -297,9 +297,9 @@ export class DeliveryWorker {
     await this.upkeep.stop()
     const sent = this.allSent()
     if (this.sending > 0 && drainMs > 0) {
-      let cancel = () => {}
+      let cancel: (() => void) | undefined
       await Promise.race([sent, new Promise<void>((resolve) => { cancel = this.clock.schedule(resolve, drainMs) })])
-      cancel()
+      cancel!()
     }
     this.aborted = true
     for (const endpoint of this.endpoints.values()) endpoint.sender.abort()
