@@ -366,7 +366,7 @@ async function receiverQuiet (): Promise<void> {
 
 /**
  * Delivery alone: an API-only instance (WEBHOOK_DELIVERY=off) writes BACKLOG events, then a
- * delivery-only instance (only) drains them to the receiver; its CPU per delivery, counted from
+ * delivery-only instance (API=off) drains them to the receiver; its CPU per delivery, counted from
  * its first delivery (its start, its thread's modules and store connection, is not the drain's),
  * beside a run of the bare undici script (bench/undici-baseline.ts) just before it, `rounds`
  * times: medians, and the median of the per-round ratios.
@@ -380,7 +380,7 @@ async function drainCost (store: string, url: string) {
     await creates(api, { amount: BACKLOG })
     await receiverQuiet()
     const before = receiver.received
-    const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, WEBHOOK_DELIVERY: 'only' }, stderrFile: join(tmp, `${store}-delivery.log`) })
+    const delivery = await startServer({ name: `${store} delivery-only`, script: SERVICE, env: { ...env, API: 'off' }, stderrFile: join(tmp, `${store}-delivery.log`) })
     const deadline = performance.now() + 300_000
     const delivered = () => receiver.received - before
     while (delivered() === 0 && performance.now() < deadline) await sleep(1)

@@ -27,8 +27,11 @@ export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & Ht
   metricsListener?: boolean
   /** Traces of requests, store operations and webhook attempts (OTEL_*); none by default. */
   tracing?: Tracing | undefined
-  /** A delivery-only instance (WEBHOOK_DELIVERY=only): webhooks delivered, health and metrics, no plant routes. */
-  deliveryOnly?: boolean
+  /**
+   * Serve the API (API=on), true by default; false: a delivery-only instance (API=off), its
+   * webhooks delivered where `webhooks.delivery` says, health and metrics, no plant or admin route.
+   */
+  api?: boolean
 }
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
@@ -50,7 +53,7 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
   }
 }
 
-/** The WEBHOOK_* settings, with attempts in flight given what is left of SHUTDOWN_TIMEOUT once requests are answered. */
+/** The WEBHOOK_* settings (delivered as WEBHOOK_DELIVERY says), with attempts in flight given what is left of SHUTDOWN_TIMEOUT once requests are answered. */
 function webhooksOptions (config: Config): PlantStoreOptions['webhooks'] {
   const webhooks = readWebhooks(config)
   return webhooks && { ...webhooks, drainTimeout: Math.floor(config.SHUTDOWN_TIMEOUT / 2) }
@@ -106,7 +109,7 @@ export function loggerOptions (level: string) {
 export async function buildApp (options: PlantStoreOptions, serverOptions: ServerOptions = {}) {
   const {
     maxConnections, maxTokenless, minBodyRate, bodyRateGrace, clock, maxHeadersCount, corsOrigins = [], docs = true, metricsListener = false, tracing,
-    deliveryOnly: delivering = false, ...fastifyOptions
+    api = true, ...fastifyOptions
   } = serverOptions
   const app = Fastify({
     bodyLimit: options.bodyLimit,
@@ -159,7 +162,7 @@ export async function buildApp (options: PlantStoreOptions, serverOptions: Serve
   await app.register(metricsPlugin, { metrics, serve: !metricsListener })
   const wrapStore = (store: PlantStore) => instrumentStore(tracing === undefined ? store : tracing.wrapStore(store), metrics)
   const observeWebhooks = { ...webhookMetrics(metrics.registry), tracing: tracing?.webhooks }
-  if (delivering) {
+  if (!api) {
     await app.register(deliveryOnly, { store: options.store, webhooks: options.webhooks!, wrapStore, observeWebhooks })
   } else {
     // Before the routes: swagger collects them as they are added.

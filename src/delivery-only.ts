@@ -12,9 +12,10 @@ export type DeliveryOnlyOptions = Pick<PlantStoreOptions, 'store' | 'postgres' |
   { webhooks: NonNullable<PlantStoreOptions['webhooks']> }
 
 /**
- * A delivery-only instance: the store's outbox delivered, /healthz and /readyz, and no plant or
- * admin route. Beside API instances that write the outbox and deliver nothing (delivery 'off'),
- * on the same PostgreSQL database or SQLite file.
+ * A delivery-only instance (the service's API=off): the store's outbox delivered where
+ * `webhooks.delivery` says (a thread or in-process), /healthz and /readyz, and no plant or admin
+ * route. Beside API instances that write the outbox and deliver nothing (delivery 'off'), on the
+ * same PostgreSQL database or SQLite file.
  */
 const deliveryOnly: FastifyPluginAsync<DeliveryOnlyOptions> = async (fastify, options) => {
   // The shared schemas, which the health routes' answers reference.

@@ -16,7 +16,10 @@ export { createTableSql, DEFAULT_TABLE, type TableName } from '../plugins/store/
 export { createOutboxSql, outboxTables } from '../plugins/store/postgres/outbox.js'
 export { createVersionTableSql, recordVersionSql } from '../plugins/store/postgres/schema-version.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
-export { DEFAULT_RETRY_SCHEDULE, readWebhooksEnv, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../plugins/webhooks/settings.js'
+export {
+  DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
+  type WebhookEventType, type WebhooksOptions
+} from '../plugins/webhooks/settings.js'
 export type { WebhookObserver } from '../plugins/webhooks/index.js'
 export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export { openapiDeclarations } from '../routes/openapi/names.js'

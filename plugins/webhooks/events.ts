@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify'
+import { systemClock } from '../http/clock.js'
 import type { OutboxOpener, PgPool, PlantStore } from '../store/index.js'
 import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
 import type { WebhooksConfig, WebhooksOptions } from './settings.js'
@@ -93,10 +94,10 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
       if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
       const onAttempts = observer?.attempts?.bind(observer)
       wake.delivery = new DeliveryThread({
-        data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, onAttempt, ...(onAttempts && { onAttempts })
+        data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, clock: systemClock, onAttempt, ...(onAttempts && { onAttempts })
       })
     } else {
-      wake.delivery = new DeliveryWorker({ outbox, config, log, onAttempt, tracing })
+      wake.delivery = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing })
     }
   }
   observer?.outbox(outbox)

@@ -1,5 +1,4 @@
 import ipaddr from 'ipaddr.js'
-import { Ajv } from 'ajv'
 import { Type, type Static } from 'typebox'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../schemas/protocol.js'
 
@@ -25,7 +24,8 @@ const EndpointSchema = Type.Object({
     minItems: 1, description: `a non-empty array of ${WEBHOOK_EVENT_TYPES.join(', ')} (default plant.created)`
   }))
 }, { additionalProperties: false, description: 'an endpoint: {name, url, secrets, events}' })
-const ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
+/** The keys an endpoint takes. */
+export const WEBHOOK_ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
 
 /**
  * Where an app delivers the events of its outbox: in a worker thread of its own (with its own
@@ -33,7 +33,7 @@ const ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
  */
 export const WEBHOOK_DELIVERY_PLACES = ['thread', 'in-process', 'off'] as const
 
-/** The `webhooks` plugin option; the env settings of the service map onto it. */
+/** The `webhooks` plugin option; the service's WEBHOOK_* settings map onto it (service/config/webhooks.ts). */
 export const WebhooksOptionsSchema = Type.Object({
   endpoints: Type.Array(EndpointSchema, { minItems: 1, description: 'a non-empty array of endpoints {name, url, secrets, events}' }),
   retrySchedule: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }), {
@@ -136,129 +136,4 @@ export function resolveWebhooks (options: WebhooksOptions, settingOf = (path: st
     retention: options.retention ?? DEFAULT_RETENTION,
     drainTimeout: options.drainTimeout ?? options.timeout ?? DEFAULT_WEBHOOK_TIMEOUT
   }
-}
-
-/** The WEBHOOK_* variables the service reads. */
-export interface WebhookEnv {
-  WEBHOOK_URL?: string
-  WEBHOOK_SECRET?: string
-  WEBHOOK_EVENTS?: string
-  WEBHOOK_ENDPOINTS_FILE?: string
-  WEBHOOK_RETRY_SCHEDULE?: string
-  WEBHOOK_TIMEOUT?: string
-  WEBHOOK_ALLOWED_NETWORKS?: string
-  WEBHOOK_DISABLE_AFTER?: string
-  WEBHOOK_RETENTION?: string
-}
-
-/** Reads a setting file's text, or throws a WebhookSettingError saying why it cannot (the service bounds it). */
-export type ReadSettingFile = (path: string) => string
-
-const list = (text: string) => text.split(',').map((entry) => entry.trim()).filter(Boolean)
-const ENDPOINTS_ARRAY = `a JSON array of endpoints {${ENDPOINT_KEYS.join(', ')}}`
-
-function endpointsFile (path: string, read: ReadSettingFile): WebhooksOptions['endpoints'] {
-  const text = read(path)
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    // The parser's message may quote the file, secrets and all: it is not passed on.
-    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'does not hold valid JSON', `write ${ENDPOINTS_ARRAY}`)
-  }
-  if (!Array.isArray(parsed)) throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'does not hold a JSON array', `write ${ENDPOINTS_ARRAY}`)
-  if (parsed.length === 0) {
-    throw new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', 'holds no endpoint', `write ${ENDPOINTS_ARRAY}, or unset it to turn webhooks off`)
-  }
-  return parsed as WebhooksOptions['endpoints']
-}
-
-// Settings of the delivery itself: meaningless, so refused, without an endpoint to deliver to.
-const DELIVERY_SETTINGS = ['WEBHOOK_RETRY_SCHEDULE', 'WEBHOOK_TIMEOUT', 'WEBHOOK_ALLOWED_NETWORKS', 'WEBHOOK_DISABLE_AFTER', 'WEBHOOK_RETENTION'] as const
-
-/**
- * The `webhooks` option from the WEBHOOK_* variables, or undefined when no endpoint is set (the
- * feature is then off). Shapes are checked by the caller with the option schema.
- */
-export function webhooksFromEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
-  const endpoints: WebhooksOptions['endpoints'] = []
-  if (env.WEBHOOK_URL !== undefined || env.WEBHOOK_SECRET !== undefined) {
-    if (env.WEBHOOK_URL === undefined || env.WEBHOOK_SECRET === undefined) {
-      const missing = env.WEBHOOK_URL === undefined ? 'WEBHOOK_URL' : 'WEBHOOK_SECRET'
-      throw new WebhookSettingError(missing, 'is not set', 'set WEBHOOK_URL and WEBHOOK_SECRET together')
-    }
-    const events = list(env.WEBHOOK_EVENTS ?? 'plant.created')
-    const unknown = events.find((type) => !(WEBHOOK_EVENT_TYPES as readonly string[]).includes(type))
-    if (unknown !== undefined || events.length === 0) {
-      throw new WebhookSettingError('WEBHOOK_EVENTS', `holds "${unknown ?? ''}"`, `set it to ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated`)
-    }
-    endpoints.push({ name: 'default', url: env.WEBHOOK_URL, secrets: list(env.WEBHOOK_SECRET), events: events as WebhookEventType[] })
-  }
-  // Each endpoint of the file names its own events: WEBHOOK_EVENTS would silently apply to none.
-  if (env.WEBHOOK_EVENTS !== undefined && endpoints.length === 0) {
-    throw new WebhookSettingError('WEBHOOK_EVENTS', 'is set without WEBHOOK_URL, the only endpoint it applies to',
-      'set the events of each endpoint of WEBHOOK_ENDPOINTS_FILE in its "events", or unset WEBHOOK_EVENTS')
-  }
-  if (env.WEBHOOK_ENDPOINTS_FILE !== undefined) endpoints.push(...endpointsFile(env.WEBHOOK_ENDPOINTS_FILE, read))
-  if (endpoints.length === 0) {
-    const orphan = DELIVERY_SETTINGS.find((setting) => env[setting] !== undefined)
-    if (orphan !== undefined) {
-      throw new WebhookSettingError(orphan, 'is set but no webhook endpoint is', 'set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE, or unset it')
-    }
-    return undefined
-  }
-  const positive = (setting: keyof WebhookEnv, example: string) => {
-    const text = env[setting]
-    const ms = text === undefined ? undefined : parseDuration(text, setting)
-    if (ms === 0) throw new WebhookSettingError(setting, 'is 0', `set it to a positive duration such as ${example}`)
-    return ms
-  }
-  const timeout = positive('WEBHOOK_TIMEOUT', '15s')
-  const disableAfter = positive('WEBHOOK_DISABLE_AFTER', '120h')
-  const retention = positive('WEBHOOK_RETENTION', '168h')
-  const retrySchedule = list(env.WEBHOOK_RETRY_SCHEDULE ?? DEFAULT_RETRY_SCHEDULE).map((wait) => parseDuration(wait, 'WEBHOOK_RETRY_SCHEDULE'))
-  if (retrySchedule.length === 0) throw new WebhookSettingError('WEBHOOK_RETRY_SCHEDULE', 'is empty', `set it to waits such as ${DEFAULT_RETRY_SCHEDULE}`)
-  return {
-    endpoints,
-    retrySchedule,
-    timeout,
-    allowedNetworks: list(env.WEBHOOK_ALLOWED_NETWORKS ?? ''),
-    disableAfter,
-    retention
-  }
-}
-
-/** Names the WEBHOOK_* variable behind a path of the option built by webhooksFromEnv. */
-function envSettingOf (env: WebhookEnv) {
-  const single = env.WEBHOOK_URL === undefined ? 0 : 1
-  return (path: string): string => {
-    const [top, index, field] = path.split('.')
-    // The schedule is checked as it is parsed, so only these paths can be wrong here.
-    if (top === 'allowedNetworks') return 'WEBHOOK_ALLOWED_NETWORKS'
-    if (Number(index) >= single) return `WEBHOOK_ENDPOINTS_FILE (entry ${Number(index) - single + 1}${field === undefined ? '' : `, ${field}`})`
-    return field === 'url' ? 'WEBHOOK_URL' : 'WEBHOOK_SECRET'
-  }
-}
-
-/**
- * The service's `webhooks` option, checked; undefined when none is set. Throws a
- * WebhookSettingError naming the variable. The schema is compiled only when webhooks are on.
- */
-export function readWebhooksEnv (env: WebhookEnv, read: ReadSettingFile): WebhooksOptions | undefined {
-  const options = webhooksFromEnv(env, read)
-  if (options === undefined) return undefined
-  const settingOf = envSettingOf(env)
-  const validate = new Ajv({ strict: false, validateSchema: false }).compile(WebhooksOptionsSchema)
-  if (!validate(options)) {
-    const [first] = validate.errors!
-    const path = first.instancePath.split('/').slice(1).join('.')
-    // Only an entry of the file can hold a key of its own: the settings build the rest.
-    const unknown = (first.params as { additionalProperty?: string }).additionalProperty
-    if (unknown !== undefined) {
-      throw new WebhookSettingError(settingOf(path), `holds the unknown key ${JSON.stringify(unknown)}`, `an endpoint takes only ${ENDPOINT_KEYS.join(', ')}`)
-    }
-    throw new WebhookSettingError(settingOf(path), first.message!, 'see the Webhooks section of the README')
-  }
-  resolveWebhooks(options, settingOf)
-  return options
 }

@@ -28,10 +28,12 @@ const OTEL = 'OTEL_'
 
 /**
  * How far a name may be from a known one and still be taken for a typo of it: one edit in a short
- * name (HOST, PORT), one more per six characters. Wider would flag the system's own variables
- * (HOME, PATH are two edits from HOST, PORT).
+ * name (HOST, PORT), one more per six characters; none but case in a name of three letters (API),
+ * one edit from too many others (APP). Wider would flag the system's own variables (HOME, PATH are
+ * two edits from HOST, PORT).
  */
-const closeEnough = (name: string, known: string) => distance(name, known) <= (known.startsWith(OTEL) ? 1 : Math.max(1, Math.floor(known.length / 6)))
+const closeEnough = (name: string, known: string) =>
+  distance(name, known) <= (known.startsWith(OTEL) ? 1 : Math.max(known.length > 3 ? 1 : 0, Math.floor(known.length / 6)))
 
 /** The known name a variable probably meant to be, if it is a near miss of exactly one. */
 function meant (name: string): string | undefined {

@@ -1,13 +1,15 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, DEFAULT_RETRY_SCHEDULE, LoadSheddingOptionsSchema, RateLimitOptionsSchema, readWebhooksEnv, STORE_URL_PATTERN, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
+import { MAX_SETTING_FILE_BYTES, readSettingFile } from './setting-file.js'
+import { readWebhooksEnv, roleFromEnv, WebhookSettings, type ServiceRole } from './webhooks.js'
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
@@ -21,8 +23,7 @@ const boundsOf = (option: unknown) => option as { minimum: number, maximum?: num
 const utilization = boundsOf(LoadSheddingOptionsSchema.properties.maxEventLoopUtilization)
 const rateWindow = boundsOf(RateLimitOptionsSchema.properties.timeWindow)
 
-/** The largest setting file read (tokens, webhook endpoints): far more than any real one. */
-export const MAX_SETTING_FILE_BYTES = 1024 * 1024
+export { MAX_SETTING_FILE_BYTES }
 export const MAX_TOKENS_FILE_BYTES = MAX_SETTING_FILE_BYTES
 
 /** A duration setting in ms, within what a Node timer can hold. */
@@ -35,9 +36,6 @@ const Host = (options: { default?: string, description: string }) =>
 
 /** Where the metrics listener binds by default: off the public network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'
-
-/** The values of WEBHOOK_DELIVERY: what this instance does of webhooks. */
-export const WEBHOOK_DELIVERY_ROLES = ['thread', 'off', 'only'] as const
 
 /** The values of DOCS. */
 const SWITCH = ['on', 'off'] as const
@@ -158,23 +156,7 @@ export const ConfigSchema = Type.Object({
   TRUST_PROXY: Type.Optional(Type.String({
     description: 'the proxies whose X-Forwarded-For is believed: their addresses or CIDRs (or loopback, linklocal, uniquelocal), comma-separated, or true for any peer (unset: none)'
   })),
-  // Checked by readWebhooks: the values are lists and durations, not single numbers.
-  WEBHOOK_URL: Type.Optional(Type.String({ description: 'the http(s) URL new-plant events are POSTed to (with WEBHOOK_SECRET)' })),
-  WEBHOOK_SECRET: Type.Optional(Type.String({ description: 'whsec_ + base64 of 24 to 64 random bytes; comma-separated to rotate (each signs)' })),
-  WEBHOOK_EVENTS: Type.Optional(Type.String({ description: `the events sent to WEBHOOK_URL: ${WEBHOOK_EVENT_TYPES.join(', ')}, comma-separated (default plant.created)` })),
-  WEBHOOK_ENDPOINTS_FILE: Type.Optional(Type.String({
-    description: `a regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`
-  })),
-  WEBHOOK_RETRY_SCHEDULE: Type.Optional(Type.String({ description: `the waits after each failed delivery attempt (ms, s, m, h), jittered 20 %; default ${DEFAULT_RETRY_SCHEDULE}` })),
-  WEBHOOK_TIMEOUT: Type.Optional(Type.String({ description: 'the longest delivery attempt, a duration such as 15s (default)' })),
-  WEBHOOK_ALLOWED_NETWORKS: Type.Optional(Type.String({ description: 'CIDRs webhooks may reach although private or loopback, comma-separated' })),
-  WEBHOOK_DISABLE_AFTER: Type.Optional(Type.String({ description: 'how long an endpoint may go without a successful delivery before it is disabled, a duration (default 120h)' })),
-  WEBHOOK_RETENTION: Type.Optional(Type.String({ description: 'how long finished events are kept, a duration (default 168h)' })),
-  WEBHOOK_DELIVERY: Type.Enum(WEBHOOK_DELIVERY_ROLES, {
-    default: 'thread',
-    description: 'thread (API and delivery, in a thread of its own), off (API only: events are written, another instance delivers) ' +
-      'or only (delivery only: no plant or admin routes), with WEBHOOK_URL or WEBHOOK_ENDPOINTS_FILE'
-  }),
+  ...WebhookSettings,
   ...TracingSettings
 })
 
@@ -280,63 +262,27 @@ function tokensFrom (name: string, entries: string[], entry: string, production:
   return tokens.filter(Boolean)
 }
 
-/** The `webhooks` option from the WEBHOOK_* settings; undefined (feature off) when no endpoint is set. */
-export function readWebhooks (config: Config): WebhooksOptions | undefined {
-  let webhooks: WebhooksOptions | undefined
+/** A webhook setting refused (service/config/webhooks.ts throws only WebhookSettingError), as the one line of a ConfigError. */
+function asConfigError<T> (read: () => T): T {
   try {
-    webhooks = readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
-      `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`)))
+    return read()
   } catch (error) {
     const { setting, problem, fix } = error as WebhookSettingError
-    throw new ConfigError(`Invalid configuration: ${setting} ${problem}; ${fix}.`)
+    throw invalid(setting, problem, fix)
   }
-  if (webhooks === undefined) {
-    // An API-only or a delivery-only instance without endpoints would write or deliver nothing.
-    if (config.WEBHOOK_DELIVERY !== 'thread') {
-      throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} but no webhook endpoint is set`,
-        'set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE (the same on every instance), or unset WEBHOOK_DELIVERY')
-    }
-    return undefined
-  }
-  if (config.WEBHOOK_DELIVERY !== 'thread' && config.DATABASE_URL === 'memory:') {
-    throw invalid('WEBHOOK_DELIVERY', `is ${config.WEBHOOK_DELIVERY} with DATABASE_URL=memory:, whose events no other instance can reach`,
-      'set DATABASE_URL to a sqlite:<path> file or a postgres:// database shared by the instances, or unset WEBHOOK_DELIVERY')
-  }
-  return config.WEBHOOK_DELIVERY === 'off' ? { ...webhooks, delivery: 'off' } : webhooks
+}
+
+/** What this instance does (API, WEBHOOK_DELIVERY): serve the API or not, and where it delivers. */
+export const serviceRole = (config: Config): ServiceRole => asConfigError(() => roleFromEnv(config))
+
+/** The `webhooks` option from the WEBHOOK_* settings, its delivery the role's; undefined (feature off) when no endpoint is set. */
+export function readWebhooks (config: Config): WebhooksOptions | undefined {
+  return asConfigError(() => readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
+    `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`))))
 }
 
 const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,
   `set it to a readable regular file of tokens, one a line, at most ${MAX_TOKENS_FILE_BYTES} bytes`)
-
-/**
- * The text of a setting file (tokens, webhook endpoints); `refuse` words the error of each problem.
- * Only a regular file of bounded size is read: a device such as /dev/zero never ends, and a named
- * pipe would hold start-up until someone writes to it (opened without blocking, it is refused
- * before any read).
- */
-function readSettingFile (path: string, refuse: (problem: string) => Error): string {
-  let fd: number
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK)
-  } catch (error) {
-    throw refuse(`cannot be read (${(error as NodeJS.ErrnoException).code})`)
-  }
-  try {
-    if (!fstatSync(fd).isFile()) throw refuse('is not a regular file')
-    // One byte more than allowed tells a file too large (or growing) from one that fits.
-    const buffer = Buffer.alloc(MAX_SETTING_FILE_BYTES + 1)
-    let length = 0
-    for (;;) {
-      const read = readSync(fd, buffer, length, buffer.length - length, null)
-      length += read
-      if (read === 0 || length === buffer.length) break
-    }
-    if (length > MAX_SETTING_FILE_BYTES) throw refuse(`is larger than ${MAX_SETTING_FILE_BYTES} bytes`)
-    return buffer.toString('utf8', 0, length)
-  } finally {
-    closeSync(fd)
-  }
-}
 
 /** The tokens of API_TOKENS and API_TOKENS_FILE together, trimmed, without empty entries. */
 export function readTokens (config: Pick<Config, 'API_TOKENS' | 'API_TOKENS_FILE'> & { NODE_ENV?: string | undefined }): string[] {

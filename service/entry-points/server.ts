@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
 import { appOptions, buildApp, connectionOptions, loggerOptions } from '../app.js'
-import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, trustProxy, type Config } from '../config/index.js'
+import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, serviceRole, trustProxy, type Config } from '../config/index.js'
 import { metricsListening } from '../observe/metrics-listener.js'
 import { StoreOpenError } from '../../src/service-api.js'
 import { ignoreSignals } from './ignored-signals.js'
@@ -38,9 +38,9 @@ async function start () {
   const started: { log?: FastifyBaseLogger } = {}
   ignoreSignals(() => started.log)
   const config = loadConfig(process.env)
-  const delivering = config.WEBHOOK_DELIVERY === 'only'
+  const role = serviceRole(config)
   // A delivery-only instance answers no request that needs a token.
-  const { tokens, generated } = delivering ? { tokens: [], generated: false } : tokensFor(config)
+  const { tokens, generated } = role.api ? tokensFor(config) : { tokens: [], generated: false }
   const metrics = metricsAddress(config)
   const tracing = await loadTracing(config)
   const app = await buildApp(appOptions(config, tokens), {
@@ -51,7 +51,7 @@ async function start () {
     docs: config.DOCS === 'on',
     metricsListener: metrics !== undefined,
     tracing,
-    deliveryOnly: delivering,
+    api: role.api,
     logger: {
       ...loggerOptions(config.LOG_LEVEL),
       // Readable lines for a person at a terminal, JSON for a log collector, and always in
@@ -61,6 +61,7 @@ async function start () {
   })
   started.log = app.log
   for (const hint of configHints(process.env)) app.log.warn(hint)
+  if (role.notice !== undefined) app.log.warn(role.notice)
   closeWithGrace({ delay: config.SHUTDOWN_TIMEOUT, logger: app.log, skip: NOT_SHUTDOWN_SIGNALS }, async ({ signal, err }) => {
     /* c8 ignore next: only an uncaught exception, which no request can cause, comes here */
     if (err) app.log.error({ err }, 'shutting down after an uncaught error')

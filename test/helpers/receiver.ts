@@ -12,6 +12,7 @@ export async function startReceiver (t: { teardown (fn: () => unknown): void },
   answer: (response: ServerResponse, received: Received, index: number) => void = (response) => response.end()) {
   const received: Received[] = []
   let connections = 0
+  let closed = 0
   const server = createServer((request, response) => {
     const chunks: Buffer[] = []
     request.on('data', (chunk: Buffer) => chunks.push(chunk))
@@ -21,7 +22,10 @@ export async function startReceiver (t: { teardown (fn: () => unknown): void },
       answer(response, entry, received.length - 1)
     })
   })
-  server.on('connection', () => { connections++ })
+  server.on('connection', (socket) => {
+    connections++
+    socket.on('close', () => { closed++ })
+  })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
   t.teardown(() => {
@@ -29,5 +33,6 @@ export async function startReceiver (t: { teardown (fn: () => unknown): void },
     server.close()
   })
   const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}/hook`, port, received, connections: () => connections, server }
+  // Once every connection is closed, `received` holds all that was sent on them.
+  return { url: `http://127.0.0.1:${port}/hook`, port, received, connections: () => connections, closed: () => closed, server }
 }

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
+import { systemClock } from '../../plugins/http/clock.js'
 import { listen } from '../../plugins/webhooks/thread/doorbell.js'
 import type { FromThread, ThreadData, ToThread } from '../../plugins/webhooks/thread/messages.js'
 
@@ -11,7 +12,7 @@ const { mode, bell } = workerData as ThreadData & { mode: 'throw' | 'deaf' | 'ob
 const port = parentPort!
 const post = (message: FromThread) => port.postMessage(message)
 // Listening before it says it started: a ring the host sends once it reads that is not missed.
-listen(bell, () => post({ kind: 'log', level: 'info', object: {}, message: 'stand-in rung' }), 10)
+listen(bell, () => post({ kind: 'log', level: 'info', object: {}, message: 'stand-in rung' }), 10, systemClock)
 post({ kind: 'log', level: 'info', object: { threadMode: mode }, message: 'stand-in started' })
 post({ kind: 'attempts', attempts: [['e0', 'success', Float64Array.of(0.01, 0.02)]] })
 if (mode === 'throw') setTimeout(() => { throw new Error('the stand-in failed') }, 10)

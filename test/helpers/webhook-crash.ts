@@ -148,7 +148,7 @@ export async function assertEventsSurviveSigkill (t: Test, databaseUrl: string, 
 }
 
 /**
- * An API instance (WEBHOOK_DELIVERY=off) and a delivery-only one (only) on one store, each
+ * An API instance (WEBHOOK_DELIVERY=off) and a delivery-only one (API=off) on one store, each
  * kill -9'd at a random moment of each of `runs` runs of a create load: every create answered 200
  * has its event delivered, only stored plants are announced, each delivery verifies. Reports the duplicates.
  */
@@ -156,7 +156,7 @@ export async function assertSplitRolesSurviveSigkill (t: Test, databaseUrl: stri
   const receiver = await slowReceiver(t, 30)
   const env = webhookEnv(databaseUrl, receiver.url, receiver.secret)
   const apiEnv = { ...env, WEBHOOK_DELIVERY: 'off' }
-  const deliveryEnv = { ...env, WEBHOOK_DELIVERY: 'only' }
+  const deliveryEnv = { ...env, API: 'off' }
   const acknowledged = new Set<string>()
   let id = 0
   for (let run = 1; run <= runs; run++) {

@@ -30,10 +30,10 @@ t.test('`server schema-sql` prints the SQL an administrator runs, and exits 0 wi
   t.equal(stdout.trim(), schemaSql().trim(), 'the SQL, as schemaSql() makes it')
 })
 
-t.test('WEBHOOK_DELIVERY=only starts with no token configured and generates none: it serves no route that takes one', async (t) => {
+t.test('API=off starts with no token configured and generates none: it serves no route that takes one', async (t) => {
   const receiver = await startReceiver(t)
   const server = await startServer(t, {
-    ...webhookEnv(`sqlite:${join(t.testdir(), 'plants.db')}`, receiver.url, newSecret()), WEBHOOK_DELIVERY: 'only', API_TOKENS: undefined
+    ...webhookEnv(`sqlite:${join(t.testdir(), 'plants.db')}`, receiver.url, newSecret()), API: 'off', API_TOKENS: undefined
   })
   t.equal((await fetch(`${server.url}/healthz`)).status, 200, 'it answers /healthz')
   t.equal((await fetch(`${server.url}/plants`, { method: 'POST', body: '{}' })).status, 404, 'no plant route')

@@ -6,7 +6,7 @@ import { appOptions } from '../../service/app.js'
 import { ConfigError, loadConfig, readWebhooks } from '../../service/config/index.js'
 import { checkOptions } from '../../src/options.js'
 import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
-import { exitWithin, linesOf, spawnServer, START_TIMEOUT } from '../helpers/server-process.js'
+import { exitWithin, linesOf, spawnServer, startServer, START_TIMEOUT } from '../helpers/server-process.js'
 
 const secret = (bytes = 32) => `whsec_${randomBytes(bytes).toString('base64')}`
 const SECRET = secret()
@@ -39,7 +39,8 @@ t.test('WEBHOOK_* settings give one endpoint; a comma-separated secret is a rota
     timeout: 2000,
     allowedNetworks: ['127.0.0.0/8', '::1', '10.1.2.3'],
     disableAfter: 7_200_000,
-    retention: 172_800_000
+    retention: 172_800_000,
+    delivery: 'thread'
   })
   t.doesNotThrow(() => checkOptions({ tokens: ['t'], store: 'memory:', webhooks }), 'the plugin takes what the service passes')
   const resolved = resolveWebhooks(webhooks!)
@@ -143,18 +144,13 @@ t.test('an unreadable endpoints file names its error code', async (t) => {
   t.throws(() => webhooksOf({ WEBHOOK_ENDPOINTS_FILE: join(dir, 'x.json') }), /WEBHOOK_ENDPOINTS_FILE holds no endpoint/, 'an empty array: refused')
 })
 
-t.test('WEBHOOK_DELIVERY: thread by default, off passed to the plugin, and refused where it could deliver nothing', async (t) => {
-  const endpoint = { WEBHOOK_URL: 'http://127.0.0.1:9/hook', WEBHOOK_SECRET: SECRET }
-  const on = (env: Record<string, string>) => readWebhooks(loadConfig({ DATABASE_URL: 'sqlite:plants.db', ...endpoint, ...env }))
-  t.equal(on({})!.delivery, undefined, 'thread: the plugin\'s default')
-  t.equal(on({ WEBHOOK_DELIVERY: 'only' })!.delivery, undefined, 'only: delivered in a thread, the service serves no plant route')
-  t.equal(on({ WEBHOOK_DELIVERY: 'off' })!.delivery, 'off')
-  t.doesNotThrow(() => checkOptions({ tokens: ['t'], store: 'sqlite:plants.db', webhooks: on({ WEBHOOK_DELIVERY: 'off' }) }))
-  t.throws(() => readWebhooks(loadConfig({ DATABASE_URL: 'sqlite:plants.db', WEBHOOK_DELIVERY: 'only' })), new ConfigError(
-    'Invalid configuration: WEBHOOK_DELIVERY is only but no webhook endpoint is set; set WEBHOOK_URL and WEBHOOK_SECRET, or WEBHOOK_ENDPOINTS_FILE ' +
-    '(the same on every instance), or unset WEBHOOK_DELIVERY.'))
-  t.throws(() => webhooksOf({ ...endpoint, WEBHOOK_DELIVERY: 'off' }), {
-    message: /^Invalid configuration: WEBHOOK_DELIVERY is off with DATABASE_URL=memory:, whose events no other instance can reach; /
+t.test('WEBHOOK_DELIVERY=only, the alias of API=off: a delivery-only instance, that says once at start how to spell it now', async (t) => {
+  const server = await startServer(t, {
+    DATABASE_URL: `sqlite:${join(t.testdir({}), 'plants.db')}`, WEBHOOK_URL: 'http://127.0.0.1:9/hook', WEBHOOK_SECRET: SECRET, WEBHOOK_DELIVERY: 'only', API_TOKENS: undefined
   })
-  t.throws(() => loadConfig({ WEBHOOK_DELIVERY: 'elsewhere' }), { message: /^Invalid configuration: WEBHOOK_DELIVERY must be equal to one of the allowed values; set WEBHOOK_DELIVERY to thread \(/ })
+  const warnings = server.logs().filter(({ msg }) => String(msg).includes('alias'))
+  t.equal(warnings.length, 1, 'one line')
+  t.match(warnings[0], { level: 40, msg: 'WEBHOOK_DELIVERY=only is an alias of API=off with WEBHOOK_DELIVERY=thread: set those two instead' }, 'a warning naming the new spelling')
+  t.equal((await fetch(`${server.url}/healthz`)).status, 200, 'it answers /healthz')
+  t.equal((await fetch(`${server.url}/plants`, { method: 'POST', body: '{}' })).status, 404, 'no plant route')
 })

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import t from 'tap'
 import plantStore from '../../src/plugin.js'
-import { build, collectLogs, createPlant, TOKEN } from '../helpers/app.js'
+import { AUTH, build, collectLogs, createPlant, TOKEN } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { median } from '../helpers/time.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
@@ -53,8 +53,10 @@ t.test('delivery in-process on SQLite; off: events written, none sent, until an 
   const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
   const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
   t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
-  // A delivering app would have sent it by now: in-process at once on the create's wake-up.
-  await sleep(400)
+  // Written, and left to another instance: no worker claims it here (a claim would push its due time to its lease's end).
+  const [event] = (await apiOnly.inject({ url: '/webhooks/events', headers: AUTH })).json()
+  t.match(event.deliveries, [{ endpoint: 'e0', state: 'pending', attempts: 0, history: [] }], 'off: the event written, pending')
+  t.ok(Date.parse(event.deliveries[0].dueAt) <= Date.now(), 'due since it was written: never claimed')
   t.equal(receiver.received.length, 0, 'off: nothing sent')
   const { app: delivering } = await build(t, { store, webhooks: { ...webhooks, delivery: 'in-process' } })
   t.ok(await eventually(() => receiver.received.length === 1, 10_000), 'the app delivering in-process sends it')
@@ -70,7 +72,7 @@ t.test('a delivery-only app: the outbox delivered, /healthz and /readyz, no plan
   const webhooks = webhooksFor([{ url: receiver.url, secret: newSecret() }])
   const { app: apiOnly } = await build(t, { store, webhooks: { ...webhooks, delivery: 'off' } })
   t.equal((await createPlant(apiOnly, '{"id":1,"name":"a"}')).statusCode, 200)
-  const { app: delivery } = await build(t, { store, webhooks }, { deliveryOnly: true })
+  const { app: delivery } = await build(t, { store, webhooks }, { api: false })
   t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'the event written by the API-only app is delivered')
   t.equal((await delivery.inject({ url: '/healthz' })).statusCode, 200)
   t.equal((await delivery.inject({ url: '/readyz' })).statusCode, 200)

@@ -5,6 +5,7 @@ import { createServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { systemClock } from '../../plugins/http/clock.js'
 import { parseNetworks } from '../../plugins/webhooks/settings.js'
 import { EndpointSender, WEBHOOK_USER_AGENT } from '../../plugins/webhooks/delivery/attempt.js'
 import { startReceiver, type Received } from '../helpers/receiver.js'
@@ -18,7 +19,7 @@ const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')
 
 const deliver = async (url: string) => {
-  const sender = new EndpointSender(new URL(url), LOOPBACK, 5000, 1)
+  const sender = new EndpointSender(new URL(url), LOOPBACK, 5000, 1, systemClock)
   try {
     return await sender.send({ 'content-type': 'application/json' }, '{}')
   } finally {

@@ -1,5 +1,5 @@
-import { performance } from 'node:perf_hooks'
 import { Pool, type Dispatcher } from 'undici'
+import type { Clock } from '../../http/clock.js'
 import type { AttemptOutcome } from '../../store/outbox.js'
 import { checkLiteralHost, guardedLookup, type Networks } from './ssrf.js'
 
@@ -66,22 +66,23 @@ class Attempt implements Dispatcher.DispatchHandler {
   private read = 0
   private interim = 0
   private interimBytes = 0
-  private readonly timer: NodeJS.Timeout
-  private readonly start = performance.now()
+  private readonly cancelTimer: () => void
+  private readonly start: number
   private readonly deadline: number
 
-  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number) {
+  constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number, private readonly clock: Clock) {
+    this.start = clock.now()
     this.deadline = this.start + timeout
-    this.timer = setTimeout(() => this.cut(timedOut()), timeout)
+    this.cancelTimer = clock.schedule(() => this.cut(timedOut()), timeout)
   }
 
   private settle (result: Outcome): void {
     if (this.settled) return
     this.settled = true
-    clearTimeout(this.timer)
-    // Each outcome is an object of its own: completed in place.
+    this.cancelTimer()
+    // Each outcome is an object of its own: completed in place. Never below 0, should the clock be set back.
     const done = result as AttemptResult
-    done.durationMs = performance.now() - this.start
+    done.durationMs = Math.max(0, this.clock.now() - this.start)
     this.resolve(done)
   }
 
@@ -101,7 +102,7 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.abortRequest = abort
     // On a stalled loop the connection can come before the timer of an attempt already past its
     // deadline has run: the deadline decides, and such an attempt is never sent.
-    if (performance.now() >= this.deadline) this.settle(timedOut())
+    if (this.clock.now() >= this.deadline) this.settle(timedOut())
     // Timed out or aborted while queued for a connection: never sent.
     if (this.settled) abort(new Error('ended before it was sent'))
   }
@@ -149,7 +150,8 @@ export class EndpointSender {
   /** The URL's host is an address refused (a name is checked at each connect, by the lookup). */
   private readonly blocked: boolean
 
-  constructor (url: URL, allowed: Networks, private readonly timeout: number, maxSockets: number) {
+  /** `clock` times each attempt and ends it at the timeout. */
+  constructor (url: URL, allowed: Networks, private readonly timeout: number, maxSockets: number, private readonly clock: Clock) {
     // The connector resolves through the filter: the socket connects only to an address checked there.
     this.pool = new Pool(url.origin, { connections: maxSockets, pipelining: 1, connect: { lookup: guardedLookup(allowed) } })
     this.path = `${url.pathname}${url.search}`
@@ -163,7 +165,7 @@ export class EndpointSender {
    */
   send (headers: Record<string, string>, body: string | Buffer): Promise<AttemptResult> {
     return new Promise((resolve) => {
-      const attempt = new Attempt(resolve, this.timeout)
+      const attempt = new Attempt(resolve, this.timeout, this.clock)
       if (this.blocked) return attempt.onError(Object.assign(new Error('blocked'), { code: 'EWEBHOOKBLOCKED' }))
       this.pool.dispatch({ method: 'POST', path: this.path, headers: { ...headers, 'user-agent': WEBHOOK_USER_AGENT }, body }, attempt)
     })

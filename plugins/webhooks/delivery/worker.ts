@@ -1,20 +1,25 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { failureFields } from '../../http/errors.js'
-import type { AttemptOutcome, AttemptRecord, ClaimedDelivery, WebhookOutbox } from '../../store/outbox.js'
+import { every, type Clock } from '../../http/clock.js'
+import type { AttemptOutcome, ClaimedDelivery, WebhookOutbox } from '../../store/outbox.js'
 import type { WebhookEndpoint, WebhooksConfig } from '../settings.js'
-import { nextWait } from './schedule.js'
 import { EndpointSender, type AttemptResult } from './attempt.js'
+import { Results } from './results.js'
 import { webhookHeaders } from './signing.js'
 import { tracedAttempt, type WebhookTracing } from './tracing.js'
+import { Upkeep } from './upkeep.js'
+import type { WorkerLog } from './worker-log.js'
 
-export interface WorkerLog {
-  warn (object: object, message: string): void
-}
+export type { WorkerLog }
 
 export interface DeliveryWorkerOptions {
   outbox: WebhookOutbox
   config: WebhooksConfig
   log: WorkerLog
+  /**
+   * The time and the timers of the worker and its parts: the attempts' signatures, timeouts and
+   * results, the polls, claim gaps, batches and pruning (systemClock but in tests).
+   */
+  clock: Clock
   /** Told of every attempt, for the metrics. */
   onAttempt?: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
   /** Attempts in flight per endpoint at most (its connections, too). */
@@ -25,7 +30,7 @@ export interface DeliveryWorkerOptions {
   claimGapMs?: number
   /** How often finished events past the retention are looked for (default every minute). */
   pruneEveryMs?: number
-  now?: () => number
+  /** The retry schedule's jitter. */
   random?: () => number
   /** A span per attempt, its traceparent sent (the service's tracing, when on). */
   tracing?: WebhookTracing | undefined
@@ -36,23 +41,11 @@ export const DEFAULT_POLL_MS = 1000
 export const DEFAULT_CLAIM_GAP_MS = 20
 // A fast endpoint's backlog is claimed up to this many times its attempts in flight at once, the
 // rest waiting in the worker: its claims and results then cost a few large transactions, not many
-// small ones. How far ahead follows its recent attempts' duration (see claimAhead).
+// small ones. How far ahead follows its recent attempts' duration (see capacity).
 const MAX_CLAIMED_PER_SLOT = 8
-// The results of the attempts that end within this time are written together, in one transaction;
-// as soon as this many are waiting, at once.
-const FLUSH_DELAY_MS = 20
-const FLUSH_BATCH = 512
 // A claim outlives its attempt (bounded by the timeout) by as long again plus a second, to write
 // the result; after that, another instance may take the delivery over.
 const leaseFor = (timeout: number) => 2 * timeout + 1000
-// How often an endpoint's failing streak is looked at, and old events pruned.
-const DISABLE_CHECK_MS = 60_000
-// Each run removes batch after batch until none is left, so that pruning keeps up with any rate
-// of creates; the pause between batches lets the store's own writes through.
-const PRUNE_EVERY_MS = 60_000
-const PRUNE_PAUSE_MS = 10
-const DELIVERED: AttemptRecord['next'] = { state: 'delivered' }
-const FAILED: AttemptRecord['next'] = { state: 'failed' }
 
 interface Endpoint {
   config: WebhookEndpoint
@@ -64,14 +57,12 @@ interface Endpoint {
   backlog: boolean
   /** The recent attempts' mean duration in ms (undefined before the first). */
   meanMs: number | undefined
-  lastDisableCheck: number
 }
 
 /**
  * Claims due deliveries from the outbox and sends them, each endpoint on its own connections and
- * with its own limit, so that a slow or dead endpoint delays no other one. Results are written
- * in batches, off the request path; a result that cannot be written only means the delivery is
- * sent again once its lease has run out.
+ * with its own limit, so that a slow or dead endpoint delays no other one. Their results are
+ * written in batches (results.ts); endpoints are disabled and old events pruned beside (upkeep.ts).
  */
 export class DeliveryWorker {
   private readonly endpoints = new Map<string, Endpoint>()
@@ -79,48 +70,40 @@ export class DeliveryWorker {
   private readonly leaseMs: number
   private readonly pollMs: number
   private readonly claimGapMs: number
-  private lastClaimAt = -Infinity
-  private readonly now: () => number
-  private readonly random: () => number
+  private readonly clock: Clock
   private readonly timeout: number
+  private readonly results: Results
+  private readonly upkeep: Upkeep
+  private lastClaimAt = -Infinity
   /** Attempts in flight, all endpoints together. */
   private sending = 0
   private idle?: (() => void) | undefined
-  private readonly writes = new Set<Promise<void>>()
-  private records: AttemptRecord[] = []
-  private releases: ClaimedDelivery[] = []
-  private poll?: NodeJS.Timeout
+  private cancelPolls?: (() => void) | undefined
   private unlisten?: (() => Promise<void>) | undefined
   private unlistened?: Promise<void> | undefined
-  private prune?: NodeJS.Timeout
-  private pruning?: Promise<void>
   private ticking = false
   private ticked?: Promise<void>
   private again = false
   private woken = false
-  private flush?: NodeJS.Timeout
   private stopping = false
   private aborted = false
 
   constructor (private readonly options: DeliveryWorkerOptions) {
-    const { config } = options
+    const { config, outbox, clock, log } = options
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY
     this.leaseMs = leaseFor(config.timeout)
     this.pollMs = options.pollMs ?? DEFAULT_POLL_MS
     this.claimGapMs = options.claimGapMs ?? DEFAULT_CLAIM_GAP_MS
-    this.now = options.now ?? Date.now
-    this.random = options.random ?? Math.random
+    this.clock = clock
     this.timeout = config.timeout
+    this.upkeep = new Upkeep({ outbox, config, clock, log, pruneEveryMs: options.pruneEveryMs })
+    const random = options.random ?? Math.random
+    // The results of failed attempts are where a long failing streak shows.
+    const failed = (endpoints: Set<string>) => this.upkeep.disableLongFailing(endpoints)
+    this.results = new Results({ outbox, retrySchedule: config.retrySchedule, clock, random, log, onAttempt: options.onAttempt, failed })
     for (const endpoint of config.endpoints) {
-      this.endpoints.set(endpoint.name, {
-        config: endpoint,
-        sender: new EndpointSender(endpoint.url, config.allowedNetworks, config.timeout, this.concurrency),
-        inFlight: 0,
-        waiting: [],
-        backlog: false,
-        meanMs: undefined,
-        lastDisableCheck: 0
-      })
+      const sender = new EndpointSender(endpoint.url, config.allowedNetworks, config.timeout, this.concurrency, clock)
+      this.endpoints.set(endpoint.name, { config: endpoint, sender, inFlight: 0, waiting: [], backlog: false, meanMs: undefined })
     }
   }
 
@@ -128,13 +111,11 @@ export class DeliveryWorker {
     // Woken by the commits of instances that deliver nothing themselves, on a store that can tell them.
     this.unlisten = this.options.outbox.listen?.(() => this.wake())
     this.unlistened = undefined
-    this.poll = setInterval(() => this.tick(), this.pollMs).unref()
-    this.prune = setInterval(() => { this.pruneOld() }, this.options.pruneEveryMs ?? PRUNE_EVERY_MS).unref()
-    this.pruneOld()
+    this.cancelPolls = every(this.clock, this.pollMs, () => this.tick())
+    this.upkeep.start()
     this.wake()
   }
 
-  /** Looks for due deliveries soon: once per turn of the event loop, however often it is called. */
   /**
    * Looks for due deliveries soon: on the next turn of the event loop, or, within `claimGapMs` of
    * the last claim, once that much has passed; once however often it is called meanwhile. After a
@@ -148,8 +129,9 @@ export class DeliveryWorker {
       this.woken = false
       this.tick()
     }
-    const wait = this.lastClaimAt + this.claimGapMs - performance.now()
-    if (wait > 0) setTimeout(run, wait)
+    // Never longer than the gap, should the clock be set back.
+    const wait = Math.min(this.lastClaimAt + this.claimGapMs - this.clock.now(), this.claimGapMs)
+    if (wait > 0) this.clock.schedule(run, wait)
     else setImmediate(run)
   }
 
@@ -190,14 +172,13 @@ export class DeliveryWorker {
           const limit = this.room(endpoint)
           if (limit > 0) wants.push({ endpoint: endpoint.config.name, limit })
         }
-        this.lastClaimAt = performance.now()
+        this.lastClaimAt = this.clock.now()
         const claimed = await this.options.outbox.claim(wants, this.leaseMs)
         if (this.stopping) {
-          this.releases.push(...claimed)
-          this.queueFlush()
+          this.results.release(claimed)
           break
         }
-        const claimedAt = this.now()
+        const claimedAt = this.clock.now()
         const counts = new Map<string, number>()
         for (const delivery of claimed) {
           counts.set(delivery.endpoint, (counts.get(delivery.endpoint) ?? 0) + 1)
@@ -224,12 +205,8 @@ export class DeliveryWorker {
     let taken = 0
     while (taken < waiting.length && endpoint.inFlight < this.concurrency) {
       const { delivery, claimedAt } = waiting[taken++]
-      if (this.now() - claimedAt > this.timeout / 2) {
-        this.releases.push(delivery)
-        this.queueFlush()
-      } else {
-        this.attempt(endpoint, delivery)
-      }
+      if (this.clock.now() - claimedAt > this.timeout / 2) this.results.release([delivery])
+      else this.attempt(endpoint, delivery)
     }
     waiting.splice(0, taken)
   }
@@ -239,7 +216,7 @@ export class DeliveryWorker {
     this.sending++
     // The body's bytes, made once: signed and sent as they are.
     const body = Buffer.from(delivery.payload)
-    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, body, this.now())
+    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, body, this.clock.now())
     tracedAttempt(this.options.tracing, delivery, headers, (sent) => endpoint.sender.send(sent, body))
       .then((result) => this.settle(endpoint, delivery, result))
   }
@@ -249,46 +226,26 @@ export class DeliveryWorker {
     endpoint.meanMs = endpoint.meanMs === undefined ? result.durationMs : endpoint.meanMs + (result.durationMs - endpoint.meanMs) / 8
     if (this.aborted && result.outcome === 'network') {
       // Cut off at shutdown: handed back for another instance, not counted as an attempt.
-      this.releases.push(delivery)
-      this.queueFlush()
+      this.results.release([delivery])
       return this.free(endpoint)
     }
     if (result.outcome !== 'gone') {
-      this.recordResult(delivery, result, this.now())
+      this.recordResult(delivery, result)
       return this.free(endpoint)
     }
     // Kept pending: sent once the operator enables the endpoint again. Disabled first, so that no
     // worker claims it again meanwhile; what this one claimed ahead for it is handed back unsent.
     this.handBack(endpoint)
-    this.disable(endpoint, `${delivery.endpoint} answered 410 Gone`).then(() => {
-      this.recordResult(delivery, result, this.now())
+    this.upkeep.disable(endpoint.config.name, `${delivery.endpoint} answered 410 Gone`).then(() => {
+      this.recordResult(delivery, result)
       this.free(endpoint)
     })
   }
 
-  private recordResult (delivery: ClaimedDelivery, result: AttemptResult, now: number): void {
-    const { outcome, status, error } = result
-    this.options.onAttempt?.(delivery.endpoint, outcome, result.durationMs / 1000)
-    let next: AttemptRecord['next']
-    if (outcome === 'success') {
-      next = DELIVERED
-    } else if (outcome === 'gone') {
-      next = { state: 'pending', dueAt: new Date(now) }
-    } else {
-      const wait = nextWait(this.options.config.retrySchedule, {
-        attempts: delivery.attempts + 1, status, timedOut: outcome === 'timeout', retryAfter: result.retryAfter
-      }, now, this.random)
-      next = wait === undefined ? FAILED : { state: 'pending', dueAt: new Date(now + wait) }
-      // A retry due before the next poll is looked for when it falls due, not at the poll.
-      if (wait !== undefined && wait < this.pollMs) setTimeout(() => this.wake(), wait).unref()
-    }
-    const record: AttemptRecord = {
-      seq: delivery.seq, endpoint: delivery.endpoint, claim: delivery.claim, outcome, at: new Date(now), durationMs: Math.round(result.durationMs), next
-    }
-    if (status !== undefined) record.status = status
-    if (error !== undefined) record.error = error
-    this.records.push(record)
-    this.queueFlush()
+  private recordResult (delivery: ClaimedDelivery, result: AttemptResult): void {
+    const wait = this.results.record(delivery, result)
+    // A retry due before the next poll is looked for when it falls due, not at the poll.
+    if (wait !== undefined && wait < this.pollMs) this.clock.schedule(() => this.wake(), wait)
   }
 
   /** A slot free again: the next waiting delivery takes it; claimed again once half the room is free. */
@@ -311,91 +268,10 @@ export class DeliveryWorker {
     })
   }
 
-  private async disable (endpoint: Endpoint, reason: string): Promise<void> {
-    try {
-      await this.options.outbox.setEnabled(endpoint.config.name, false, reason)
-      this.options.log.warn({ endpoint: endpoint.config.name, reason }, 'webhooks: endpoint disabled')
-    } catch (error) {
-      this.options.log.warn({ ...failureFields(error), endpoint: endpoint.config.name }, 'webhooks: endpoint could not be disabled')
-    }
-  }
-
-  /** Writes the results gathered within FLUSH_DELAY_MS together, or at once when FLUSH_BATCH are waiting. */
-  private queueFlush (): void {
-    if (this.records.length + this.releases.length >= FLUSH_BATCH) {
-      clearTimeout(this.flush)
-      this.flush = undefined
-      this.write()
-    } else {
-      this.flush ??= setTimeout(() => {
-        this.flush = undefined
-        this.write()
-      }, FLUSH_DELAY_MS)
-    }
-  }
-
-  private write (): void {
-    const write = this.writeAll().finally(() => this.writes.delete(write))
-    this.writes.add(write)
-  }
-
-  /** Writes the results and releases gathered since the last write, in one call each. */
-  private async writeAll (): Promise<void> {
-    const [records, releases] = [this.records, this.releases]
-    this.records = []
-    this.releases = []
-    const { outbox, log } = this.options
-    if (releases.length > 0) {
-      await outbox.release(releases).catch((error: unknown) =>
-        log.warn(failureFields(error), 'webhooks: claims could not be released; they are taken over when their lease runs out'))
-    }
-    if (records.length === 0) return
-    try {
-      await outbox.record(records)
-      const failing = new Set(records.filter(({ outcome }) => outcome !== 'success').map(({ endpoint }) => endpoint))
-      if (failing.size > 0) await this.disableLongFailing(failing)
-    } catch (error) {
-      log.warn(failureFields(error), 'webhooks: attempt results could not be written; those deliveries are sent again once their lease runs out')
-    }
-  }
-
-  /** Disables the endpoints among `names` that have had no success for longer than the setting. */
-  private async disableLongFailing (names: Set<string>): Promise<void> {
-    const now = this.now()
-    const { disableAfter } = this.options.config
-    // Checked at most once a minute per endpoint, and several times within a short disableAfter.
-    const every = Math.min(DISABLE_CHECK_MS, disableAfter / 4)
-    const due = [...names].map((name) => this.endpoints.get(name)!).filter((endpoint) => now - endpoint.lastDisableCheck >= every)
-    if (due.length === 0) return
-    for (const endpoint of due) endpoint.lastDisableCheck = now
-    for (const state of await this.options.outbox.endpoints()) {
-      const endpoint = this.endpoints.get(state.name)
-      if (endpoint === undefined || !due.includes(endpoint) || !state.enabled || state.failingSince === undefined) continue
-      if (now - state.failingSince.getTime() >= disableAfter) {
-        await this.disable(endpoint, `no successful delivery since ${state.failingSince.toISOString()}`)
-      }
-    }
-  }
-
-  private pruneOld (): void {
-    this.pruning ??= this.pruneAll().finally(() => { this.pruning = undefined })
-  }
-
-  private async pruneAll (): Promise<void> {
-    const before = new Date(this.now() - this.options.config.retention)
-    try {
-      while (!this.stopping && await this.options.outbox.prune(before) > 0) await sleep(PRUNE_PAUSE_MS)
-    } catch (error) {
-      this.options.log.warn(failureFields(error), 'webhooks: old events could not be pruned; trying again later')
-    }
-  }
-
   /** Hands back the deliveries claimed for `endpoint` and waiting for a slot: due at once, unsent, not attempts. */
   private handBack (endpoint: Endpoint): void {
-    if (endpoint.waiting.length === 0) return
-    for (const { delivery } of endpoint.waiting) this.releases.push(delivery)
+    this.results.release(endpoint.waiting.map(({ delivery }) => delivery))
     endpoint.waiting = []
-    this.queueFlush()
   }
 
   /**
@@ -405,8 +281,9 @@ export class DeliveryWorker {
   pause (): void {
     this.stopping = true
     this.unlistened ??= this.unlisten?.()
-    clearInterval(this.poll)
-    clearInterval(this.prune)
+    this.cancelPolls?.()
+    // Pruning too: a run under way ends after its batch (stop waits for it).
+    this.upkeep.stop()
     for (const endpoint of this.endpoints.values()) this.handBack(endpoint)
   }
 
@@ -417,15 +294,17 @@ export class DeliveryWorker {
   async stop (drainMs: number): Promise<void> {
     this.pause()
     await this.ticked
-    await this.pruning
+    await this.upkeep.stop()
     const sent = this.allSent()
-    await Promise.race([sent, sleep(drainMs, undefined, { ref: false })])
+    if (this.sending > 0 && drainMs > 0) {
+      let cancel: (() => void) | undefined
+      await Promise.race([sent, new Promise<void>((resolve) => { cancel = this.clock.schedule(resolve, drainMs) })])
+      cancel!()
+    }
     this.aborted = true
     for (const endpoint of this.endpoints.values()) endpoint.sender.abort()
     await sent
-    clearTimeout(this.flush)
-    await this.writeAll()
-    await Promise.all(this.writes)
+    await this.results.flush()
     await this.unlistened
     for (const endpoint of this.endpoints.values()) endpoint.sender.close()
   }

@@ -7,6 +7,8 @@
  * together, in one claim.
  */
 
+import type { Clock } from '../../http/clock.js'
+
 // [COMMITS] commits that wrote events, counted from 0 (wrapping is harmless: only a change counts);
 // [WAITING] 1 while the delivery thread waits for the count to change.
 const COMMITS = 0
@@ -26,19 +28,19 @@ export function ring (bell: Int32Array): void {
 }
 
 /**
- * The delivery side: calls `rung` once the count has changed, then waits `gapMs` before it looks
- * again. Resolves nothing; `stop` ends the listening.
+ * The delivery side: calls `rung` once the count has changed, then waits `gapMs` on `clock` before
+ * it looks again. Resolves nothing; `stop` ends the listening.
  */
-export function listen (bell: Int32Array, rung: () => void, gapMs: number): { stop: () => void } {
+export function listen (bell: Int32Array, rung: () => void, gapMs: number, clock: Clock): { stop: () => void } {
   let seen = Atomics.load(bell, COMMITS)
   let stopped = false
-  let gap: NodeJS.Timeout | undefined
+  let cancelGap = () => {}
   const heard = () => {
     if (stopped) return
     Atomics.store(bell, WAITING, 0)
     seen = Atomics.load(bell, COMMITS)
     rung()
-    gap = setTimeout(wait, gapMs)
+    cancelGap = clock.schedule(wait, gapMs)
   }
   function wait () {
     // Said first, read after: a commit in between is seen by the comparison, not lost.
@@ -51,7 +53,7 @@ export function listen (bell: Int32Array, rung: () => void, gapMs: number): { st
   return {
     stop () {
       stopped = true
-      clearTimeout(gap)
+      cancelGap()
       // The wait pending ends now, and finds nothing to do.
       Atomics.notify(bell, COMMITS)
     }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
+import type { Clock } from '../../http/clock.js'
 import type { AttemptOutcome } from '../../store/outbox.js'
 import { newBell, ring } from './doorbell.js'
 import type { DeliveryThreadData, FromThread, ThreadData, ToThread } from './messages.js'
@@ -24,6 +25,8 @@ export interface Delivery {
 export interface DeliveryThreadOptions {
   data: DeliveryThreadData
   log: ThreadLog
+  /** The restarts' waits and the stop's margin, and how long a thread ran (systemClock but in tests). */
+  clock: Clock
   onAttempt: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
   /** Told instead of `onAttempt`, when given: the attempts of one endpoint and outcome in a message, at once. */
   onAttempts?: (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array) => void
@@ -64,7 +67,7 @@ export const deliveryEntry = (here = import.meta.url): URL =>
  */
 export class DeliveryThread implements Delivery {
   private worker?: Worker | undefined
-  private restart?: NodeJS.Timeout
+  private cancelRestart?: (() => void) | undefined
   private restartMs: number
   private startedAt = 0
   private failure?: Error | undefined
@@ -82,7 +85,7 @@ export class DeliveryThread implements Delivery {
     const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
     // The thread never holds the process open: stop() holds it while the thread drains.
     worker.unref()
-    this.startedAt = Date.now()
+    this.startedAt = this.options.clock.now()
     this.failure = undefined
     worker.on('message', (message: FromThread) => this.receive(message))
     worker.on('error', (error) => { this.failure = error })
@@ -94,13 +97,13 @@ export class DeliveryThread implements Delivery {
   }
 
   private restartAfter (code: number): void {
-    const { restartMs = RESTART_MS, restartMaxMs = RESTART_MAX_MS } = this.options
-    if (Date.now() - this.startedAt >= restartMaxMs) this.restartMs = restartMs
+    const { restartMs = RESTART_MS, restartMaxMs = RESTART_MAX_MS, clock } = this.options
+    if (clock.now() - this.startedAt >= restartMaxMs) this.restartMs = restartMs
     const wait = this.restartMs
     this.restartMs = Math.min(2 * wait, restartMaxMs)
     this.options.log.error({ err: this.failure, exitCode: code, restartInMs: wait },
       'webhooks: the delivery thread stopped; starting it again (deliveries wait in the outbox meanwhile)')
-    this.restart = setTimeout(() => this.start(), wait).unref()
+    this.cancelRestart = clock.schedule(() => this.start(), wait)
   }
 
   private receive (message: FromThread): void {
@@ -127,13 +130,14 @@ export class DeliveryThread implements Delivery {
 
   async stop (drainMs: number): Promise<void> {
     this.stopping = true
-    clearTimeout(this.restart)
+    this.cancelRestart?.()
     const worker = this.worker
     if (worker === undefined) return
+    // Held open while the thread drains: the clock's timers hold nothing.
     worker.ref()
     this.post({ kind: 'stop', drainMs })
-    const ended = setTimeout(() => { worker.terminate().then(() => {}, () => {}) }, drainMs + (this.options.stopMarginMs ?? STOP_MARGIN_MS))
+    const cancelEnd = this.options.clock.schedule(() => { worker.terminate().then(() => {}, () => {}) }, drainMs + (this.options.stopMarginMs ?? STOP_MARGIN_MS))
     await this.exited
-    clearTimeout(ended)
+    cancelEnd()
   }
 }

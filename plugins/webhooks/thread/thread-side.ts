@@ -1,5 +1,6 @@
 import { constants, getPriority, setPriority } from 'node:os'
 import { parentPort, threadId, workerData } from 'node:worker_threads'
+import { every, systemClock } from '../../http/clock.js'
 import { loadDriver, openStore, type PlantStore } from '../../store/index.js'
 import type { AttemptOutcome, OutboxStore } from '../../store/outbox.js'
 import { resolveWebhooks } from '../settings.js'
@@ -61,7 +62,7 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
     }
     attempts = new Map()
   }
-  const teller = setInterval(tellAttempts, ATTEMPTS_EVERY_MS).unref()
+  const stopTelling = every(systemClock, ATTEMPTS_EVERY_MS, tellAttempts)
 
   const config = resolveWebhooks(data.webhooks)
   // The store's own lines (a file moved, a table unusable) are messages without an object.
@@ -70,15 +71,15 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
     ? (await loadDriver('better-sqlite3', () => import('../../store/sqlite/store.js'))).openSqliteStore(data.store.slice('sqlite:'.length), { log: storeLog, bookkeeping: true })
     : await openStore(data.store, { ...data.postgres, poolSize: POOL_SIZE, log: storeLog }) as PlantStore & OutboxStore
   const outbox = await store.openOutbox(outboxOptions(config))
-  const worker = new DeliveryWorker({ outbox, config, log, onAttempt, tracing: traced?.tracing })
+  const worker = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing: traced?.tracing })
 
-  const bell = listen(data.bell, () => worker.wake(), WAKE_GAP_MS)
+  const bell = listen(data.bell, () => worker.wake(), WAKE_GAP_MS, systemClock)
 
   port.on('message', async (message: ToThread) => {
     bell.stop()
     if (message.kind === 'pause') return worker.pause()
     await worker.stop(message.drainMs)
-    clearInterval(teller)
+    stopTelling()
     tellAttempts()
     await store.close()
     await traced?.shutdown()

@@ -9,7 +9,7 @@ import { eventually } from '../../helpers/webhooks.js'
 
 const pgSkip = await postgresSkip()
 
-t.test('WEBHOOK_DELIVERY=off writes events and delivers none; a delivery-only instance (only) delivers them and serves no plant route', async (t) => {
+t.test('WEBHOOK_DELIVERY=off writes events and delivers none; a delivery-only instance (API=off) delivers them and serves no plant route', async (t) => {
   const receiver = await slowReceiver(t, 0)
   const env = webhookEnv(`sqlite:${join(t.testdir({}), 'plants.db')}`, receiver.url, receiver.secret)
   const api = await startServer(t, { ...env, WEBHOOK_DELIVERY: 'off' })
@@ -23,7 +23,7 @@ t.test('WEBHOOK_DELIVERY=off writes events and delivers none; a delivery-only in
   t.equal(receiver.received.length, 0, 'the API-only instance delivers nothing')
   const events = await (await fetch(`${api.url}/webhooks/events`, { headers: { authorization: `Bearer ${TOKEN}` } })).json() as unknown[]
   t.equal(events.length, 5, 'its admin routes list the 5 events, pending')
-  const delivery = await startServer(t, { ...env, WEBHOOK_DELIVERY: 'only', API_TOKENS: undefined })
+  const delivery = await startServer(t, { ...env, API: 'off', API_TOKENS: undefined })
   // Its delivery thread starts through the TypeScript loader: slow on a busy machine.
   t.ok(await eventually(() => receiver.received.length === 5, 60_000), 'the delivery-only instance delivers them')
   t.equal((await fetch(`${delivery.url}/healthz`)).status, 200, 'it answers /healthz')

@@ -1,10 +1,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { performance } from 'node:perf_hooks'
 import { pathToFileURL } from 'node:url'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { deliveryEntry, DeliveryThread } from '../../plugins/webhooks/thread/host-side.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
 const STAND_IN = new URL('../helpers/stand-in-delivery-thread.ts', import.meta.url)
@@ -15,6 +14,9 @@ function recordingLog () {
   return { lines, log: { warn: at('warn'), info: at('info'), error: at('error') } }
 }
 
+type Line = ReturnType<typeof recordingLog>['lines'][number]
+const failures = (lines: Line[]) => lines.filter(({ level }) => level === 'error')
+
 const data = { store: 'sqlite:unused.db', webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }
 
 // Independent subtests, each its own threads and log, mostly waiting for a thread to start: together.
@@ -22,37 +24,52 @@ t.jobs = 5
 
 t.test('a delivery thread that throws is logged and started again, each time after twice the wait, while this thread runs on', async (t) => {
   const { lines, log } = recordingLog()
+  const clock = fakeClock()
   const attempts: unknown[] = []
   const thread = new DeliveryThread({
-    data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 50, restartMaxMs: 60_000, onAttempt: (...attempt) => attempts.push(attempt)
+    data: { ...data, mode: 'throw' } as never, log, clock, entry: STAND_IN, restartMs: 50, restartMaxMs: 60_000, onAttempt: (...attempt) => attempts.push(attempt)
   })
   thread.start()
   let ticks = 0
   const ticking = setInterval(() => ticks++, 10)
-  t.ok(await eventually(() => lines.filter(({ level }) => level === 'error').length >= 3, 60_000), 'three failures seen')
+  for (let failure = 1; failure <= 3; failure++) {
+    t.ok(await eventually(() => failures(lines).length === failure, 60_000), `failure ${failure} seen`)
+    if (failure === 3) break
+    const wait = failures(lines)[failure - 1].object.restartInMs as number
+    await clock.advance(wait - 1)
+    t.equal(clock.pending(), 1, `not started again ${wait - 1} ms after failure ${failure}`)
+    await clock.advance(1)
+    t.equal(clock.pending(), 0, `started again ${wait} ms after it`)
+  }
   clearInterval(ticking)
-  const failures = lines.filter(({ level }) => level === 'error')
-  t.same(failures.slice(0, 3).map(({ object }) => object.restartInMs), [50, 100, 200], 'started again after 50, 100 and 200 ms')
-  t.match(failures[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1 } })
+  t.same(failures(lines).map(({ object }) => object.restartInMs), [50, 100, 200], 'started again after 50, 100 and 200 ms')
+  t.match(failures(lines)[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1 } })
   t.ok(lines.filter(({ message }) => message === 'stand-in started').length >= 3, 'each start is a new thread, and its log lines reach this log')
   t.same(attempts.slice(0, 2), [['e0', 'success', 0.01], ['e0', 'success', 0.02]], 'its attempts are told to this thread (the metrics), each one')
   t.ok(ticks > 10, `this thread's event loop ran on meanwhile (${ticks} ticks)`)
   await thread.stop(100)
+  t.equal(clock.pending(), 0, 'the third restart called off')
 })
 
 t.test('a thread that ran longer than the longest wait is started again after the first wait', async (t) => {
   const { lines, log } = recordingLog()
-  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 50, restartMaxMs: 100, onAttempt () {} })
+  const clock = fakeClock()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, clock, entry: STAND_IN, restartMs: 50, restartMaxMs: 100, onAttempt () {} })
   thread.start()
-  t.ok(await eventually(() => lines.filter(({ level }) => level === 'error').length >= 2, 60_000), 'two failures seen')
-  // Each start takes longer than 100 ms here (a thread loads its modules): each ran past the longest wait.
-  t.same(lines.filter(({ level }) => level === 'error').slice(0, 2).map(({ object }) => object.restartInMs), [50, 50])
+  t.ok(await eventually(() => failures(lines).length === 1, 60_000), 'the first failure seen')
+  await clock.advance(50)
+  // The second run lasts the longest wait on the clock before it fails (a start takes the thread
+  // far longer than this to load its modules).
+  clock.set(clock.now() + 100)
+  t.ok(await eventually(() => failures(lines).length === 2, 60_000), 'the second failure seen')
+  t.same(failures(lines).map(({ object }) => object.restartInMs), [50, 50], 'after it, the first wait again, not twice it')
   await thread.stop(100)
 })
 
 t.test('stop: a thread that stops when asked is waited for; one that does not is ended after drainMs and the margin', async (t) => {
   const { lines, log } = recordingLog()
-  const obedient = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, entry: STAND_IN, onAttempt () {} })
+  const clock = fakeClock()
+  const obedient = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, clock, entry: STAND_IN, onAttempt () {} })
   obedient.start()
   t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in started'), 30_000))
   obedient.wake()
@@ -63,29 +80,36 @@ t.test('stop: a thread that stops when asked is waited for; one that does not is
   t.ok(await eventually(() => lines.some(({ message }) => message === 'stand-in told'), 10_000))
   t.same(lines.filter(({ message }) => message === 'stand-in told').map(({ object }) => object.received), ['pause'], 'the pause is a message')
   await obedient.stop(10_000)
+  t.equal(clock.pending(), 0, 'stopped when asked, with the clock standing still: its end called off')
   t.notOk(lines.some(({ level }) => level === 'error'), 'a thread stopped is not started again')
   await obedient.stop(10_000)
 
-  const deaf = new DeliveryThread({ data: { ...data, mode: 'deaf' } as never, log, entry: STAND_IN, stopMarginMs: 200, onAttempt () {} })
+  const deaf = new DeliveryThread({ data: { ...data, mode: 'deaf' } as never, log, clock, entry: STAND_IN, stopMarginMs: 200, onAttempt () {} })
   deaf.start()
   t.ok(await eventually(() => lines.filter(({ message }) => message === 'stand-in started').length === 2, 30_000))
-  const start = performance.now()
-  await deaf.stop(100)
-  const took = performance.now() - start
-  t.ok(took >= 250 && took < 5000, `ended after ${Math.round(took)} ms (drainMs 100 + margin 200)`)
+  let ended = false
+  const stopping = deaf.stop(100).then(() => { ended = true })
+  await clock.advance(299)
+  t.notOk(ended, 'still waited for 299 ms after the stop')
+  await clock.advance(1)
+  await stopping
+  t.pass('ended at drainMs 100 + margin 200')
+  t.notOk(lines.some(({ level }) => level === 'error'), 'and not started again')
 })
 
 t.test('a stop while the thread waits to be started again ends the wait', async (t) => {
   const { lines, log } = recordingLog()
-  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, entry: STAND_IN, restartMs: 60_000, onAttempt () {} })
+  const clock = fakeClock()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'throw' } as never, log, clock, entry: STAND_IN, restartMs: 60_000, onAttempt () {} })
   thread.start()
-  t.ok(await eventually(() => lines.some(({ level }) => level === 'error'), 30_000))
+  t.ok(await eventually(() => failures(lines).length === 1, 30_000))
+  t.equal(clock.pending(), 1, 'its restart waits on the clock')
   // Told while no thread runs: nothing to tell.
   thread.wake()
   thread.pause()
-  await sleep(10)
   await thread.stop(100)
-  await sleep(100)
+  t.equal(clock.pending(), 0, 'the restart called off')
+  await clock.advance(60_000)
   t.equal(lines.filter(({ message }) => message === 'stand-in started').length, 1, 'not started again')
 })
 

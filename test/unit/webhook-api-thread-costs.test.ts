@@ -9,6 +9,7 @@ import { Registry } from 'prom-client'
 import t from 'tap'
 import { webhookMetrics } from '../../service/observe/webhook-metrics.js'
 import { catchUpCheckpoint, CHECKPOINT_PASSES, openSqliteStore } from '../../plugins/store/sqlite/store.js'
+import { systemClock } from '../../plugins/http/clock.js'
 import { DeliveryThread } from '../../plugins/webhooks/thread/host-side.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
@@ -23,6 +24,7 @@ t.test('a delivery thread\'s attempts of one endpoint and outcome reach onAttemp
   const thread = new DeliveryThread({
     data: { ...data, mode: 'obedient' } as never,
     log,
+    clock: systemClock,
     entry: STAND_IN,
     onAttempt: (...attempt) => each.push(attempt),
     onAttempts: (endpoint, outcome, seconds) => batches.push([endpoint, outcome, [...seconds]])

@@ -1,15 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
+import { systemClock, type Clock } from '../../plugins/http/clock.js'
 import { parseNetworks } from '../../plugins/webhooks/settings.js'
 import { BACKOFF_MS, jittered, nextWait, retryAfterMs } from '../../plugins/webhooks/delivery/schedule.js'
 import { EndpointSender } from '../../plugins/webhooks/delivery/attempt.js'
+import { fakeClock } from '../helpers/fake-clock.js'
 import { startReceiver } from '../helpers/receiver.js'
+import { eventually } from '../helpers/webhooks.js'
 
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')
 const HEADERS = { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' }
 
-function sender (t: Test, url: string, { timeout = 2000, allowed = LOOPBACK } = {}) {
-  const sending = new EndpointSender(new URL(url), allowed, timeout, 4)
+function sender (t: Test, url: string, { timeout = 2000, allowed = LOOPBACK, clock = systemClock as Clock } = {}) {
+  const sending = new EndpointSender(new URL(url), allowed, timeout, 4, clock)
   t.teardown(() => sending.close())
   return sending
 }
@@ -43,11 +46,18 @@ t.test('a redirect is a failure: its target is never called', async (t) => {
   t.equal(target.connections(), 0, 'the Location was not followed')
 })
 
-t.test('a receiver that never answers: the attempt ends at the timeout', async (t) => {
+t.test('a receiver that never answers: the attempt ends at the timeout, on the sender\'s clock', async (t) => {
   const receiver = await startReceiver(t, () => {})
-  const result = await sender(t, receiver.url, { timeout: 300 }).send(HEADERS, '{}')
+  const clock = fakeClock()
+  let ended = false
+  const attempt = sender(t, receiver.url, { timeout: 300, clock }).send(HEADERS, '{}').finally(() => { ended = true })
+  t.ok(await eventually(() => receiver.received.length === 1), 'the request arrived')
+  await clock.advance(299)
+  t.notOk(ended, 'a millisecond before the timeout: still waiting')
+  await clock.advance(1)
+  const result = await attempt
   t.match(result, { outcome: 'timeout' })
-  t.ok(result.durationMs >= 290 && result.durationMs < 1500, `ended after ${Math.round(result.durationMs)} ms`)
+  t.equal(result.durationMs, 300, 'ended at the timeout')
 })
 
 t.test('https: a receiver that does not speak TLS is a network failure with its code', async (t) => {
@@ -63,9 +73,10 @@ t.test('a refused connection is a network failure; an abort at shutdown ends an 
   await sleep(10)
   t.match(await sender(t, closed.url).send(HEADERS, '{}'), { outcome: 'network', error: 'ECONNREFUSED' })
   const silent = await startReceiver(t, () => {})
-  const sending = sender(t, silent.url, { timeout: 5000 })
+  // Its timeout never comes: the clock stands still.
+  const sending = sender(t, silent.url, { timeout: 5000, clock: fakeClock() })
   const attempt = sending.send(HEADERS, '{}')
-  await sleep(100)
+  t.ok(await eventually(() => silent.received.length === 1), 'under way')
   sending.abort()
   t.match(await attempt, { outcome: 'network', error: 'aborted at shutdown' })
 })

@@ -1,4 +1,5 @@
 import t from 'tap'
+import { systemClock } from '../../plugins/http/clock.js'
 import { parseNetworks } from '../../plugins/webhooks/settings.js'
 import { EndpointSender } from '../../plugins/webhooks/delivery/attempt.js'
 import { isAllowedAddress } from '../../plugins/webhooks/delivery/ssrf.js'
@@ -42,7 +43,7 @@ t.test('an IPv4 address inside an IPv6 one is judged as that IPv4 address', asyn
 t.test('a webhook URL with such a literal is not connected to: the listener on 127.0.0.1 sees nothing', async (t) => {
   const { port, connections } = await startReceiver(t)
   const send = async (host: string, allowed: typeof LOOPBACK) => {
-    const sender = new EndpointSender(new URL(`http://${host}:${port}/hook`), allowed, 5000, 1)
+    const sender = new EndpointSender(new URL(`http://${host}:${port}/hook`), allowed, 5000, 1, systemClock)
     try {
       return await sender.send({ 'content-type': 'application/json' }, '{}')
     } finally {

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { systemClock } from '../../plugins/http/clock.js'
 import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import { resolveWebhooks } from '../../plugins/webhooks/settings.js'
@@ -34,7 +35,7 @@ t.test('the database down while the worker claims, records, disables and prunes:
   const warnings: string[] = []
   const fields: object[] = []
   const worker = new DeliveryWorker({
-    outbox, config, log: { warn: (object, message) => { warnings.push(message); fields.push(object) } }, pollMs: 100, pruneEveryMs: 200
+    outbox, config, log: { warn: (object, message) => { warnings.push(message); fields.push(object) } }, clock: systemClock, pollMs: 100, pruneEveryMs: 200
   })
   t.teardown(() => worker.stop(0))
   await store.create({ id: 1n, name: 'a' })
@@ -96,7 +97,7 @@ t.test('closing while a claim is on its way: what it claimed is handed back, not
     payloads: eventPayloads
   })
   await store.create({ id: 1n, name: 'a' })
-  const worker = new DeliveryWorker({ outbox, config, log: { warn () {} } })
+  const worker = new DeliveryWorker({ outbox, config, log: { warn () {} }, clock: systemClock })
   worker.start()
   // start() wakes the worker on the next turn, whose claim then waits for the database.
   await new Promise(setImmediate)
