@@ -18,6 +18,7 @@ type Line = ReturnType<typeof recordingLog>['lines'][number]
 const failures = (lines: Line[]) => lines.filter(({ level }) => level === 'error')
 
 const data = { store: 'sqlite:unused.db', webhooks: webhooksFor([{ url: 'http://127.0.0.1:9/', secret: newSecret() }]) }
+const started = (lines: Line[]) => lines.filter(({ message }) => message === 'stand-in started')
 
 // Independent subtests, each its own threads and log, mostly waiting for a thread to start: together.
 t.jobs = 5
@@ -44,7 +45,7 @@ t.test('a delivery thread that throws is logged and started again, each time aft
   clearInterval(ticking)
   t.same(failures(lines).map(({ object }) => object.restartInMs), [50, 100, 200], 'started again after 50, 100 and 200 ms')
   t.match(failures(lines)[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1 } })
-  t.ok(lines.filter(({ message }) => message === 'stand-in started').length >= 3, 'each start is a new thread, and its log lines reach this log')
+  t.ok(started(lines).length >= 3, 'each start is a new thread, and its log lines reach this log')
   t.same(attempts.slice(0, 2), [['e0', 'success', 0.01], ['e0', 'success', 0.02]], 'its attempts are told to this thread (the metrics), each one')
   t.ok(ticks > 10, `this thread's event loop ran on meanwhile (${ticks} ticks)`)
   await thread.stop(100)
@@ -86,7 +87,7 @@ t.test('stop: a thread that stops when asked is waited for; one that does not is
 
   const deaf = new DeliveryThread({ data: { ...data, mode: 'deaf' } as never, log, clock, entry: STAND_IN, stopMarginMs: 200, onAttempt () {} })
   deaf.start()
-  t.ok(await eventually(() => lines.filter(({ message }) => message === 'stand-in started').length === 2, 30_000))
+  t.ok(await eventually(() => started(lines).length === 2, 30_000))
   let ended = false
   const stopping = deaf.stop(100).then(() => { ended = true })
   await clock.advance(299)
@@ -110,7 +111,33 @@ t.test('a stop while the thread waits to be started again ends the wait', async 
   await thread.stop(100)
   t.equal(clock.pending(), 0, 'the restart called off')
   await clock.advance(60_000)
-  t.equal(lines.filter(({ message }) => message === 'stand-in started').length, 1, 'not started again')
+  t.equal(started(lines).length, 1, 'not started again')
+})
+
+t.test('start resolves once the thread says it is up', async (t) => {
+  const { lines, log } = recordingLog()
+  const clock = fakeClock()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, clock, entry: STAND_IN, onAttempt () {} })
+  await thread.start()
+  t.equal(started(lines).length, 1, 'its line, sent before it said it was up, is here: the start waited for the thread')
+  t.equal(clock.pending(), 0, 'the wait for it called off')
+  await thread.stop(10_000)
+})
+
+t.test('a thread not up within upWithinMs: the start resolves all the same, with a warning', async (t) => {
+  const { lines, log } = recordingLog()
+  const clock = fakeClock()
+  const thread = new DeliveryThread({ data: { ...data, mode: 'mute' } as never, log, clock, entry: STAND_IN, upWithinMs: 1000, onAttempt () {} })
+  let resolved = false
+  const starting = thread.start().then(() => { resolved = true })
+  t.ok(await eventually(() => started(lines).length === 1, 30_000), 'the thread runs')
+  await clock.advance(999)
+  t.notOk(resolved, 'still waited for after 999 ms')
+  t.same(lines.filter(({ level }) => level === 'warn'), [], 'no warning yet')
+  await clock.advance(1)
+  await starting
+  t.match(lines.filter(({ level }) => level === 'warn'), [{ object: { upWithinMs: 1000 }, message: /the delivery thread is not up after 1000 ms; starting without it/ }])
+  await thread.stop(10_000)
 })
 
 t.test('the thread\'s module: beside the host (compiled or source), else the bundle\'s dist/webhook-delivery.mjs', async (t) => {

@@ -13,7 +13,8 @@ export interface ThreadLog {
 
 /** What the plugin runs, on the event loop (DeliveryWorker) or in a thread (DeliveryThread). */
 export interface Delivery {
-  start (): void
+  /** Starts delivering; a thread's start resolves once the thread is up (or has not come up within a few seconds). */
+  start (): void | Promise<void>
   /** Told after each commit that wrote events. */
   wake (): void
   /** Stops claiming. */
@@ -25,7 +26,7 @@ export interface Delivery {
 export interface DeliveryThreadOptions {
   data: DeliveryThreadData
   log: ThreadLog
-  /** The restarts' waits and the stop's margin, and how long a thread ran (systemClock but in tests). */
+  /** The restarts' waits, the wait for the thread to be up and the stop's margin, and how long a thread ran (systemClock but in tests). */
   clock: Clock
   onAttempt: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
   /** Told instead of `onAttempt`, when given: the attempts of one endpoint and outcome in a message, at once. */
@@ -38,11 +39,16 @@ export interface DeliveryThreadOptions {
   restartMaxMs?: number
   /** Beyond drainMs, the time the thread gets to write its results and close its store before it is ended. */
   stopMarginMs?: number
+  /** How long start() waits for the thread to be up before it resolves all the same. */
+  upWithinMs?: number
 }
 
 const RESTART_MS = 500
 const RESTART_MAX_MS = 30_000
 const STOP_MARGIN_MS = 2000
+// A thread is up in well under a second from the bundle; from TypeScript source on a busy machine
+// it can take longer, and the app then starts without it (its deliveries wait in the outbox).
+const UP_WITHIN_MS = 5000
 
 /**
  * A thread's module, started by file name: `beside` the module `here` when compiled (.js) or run
@@ -75,12 +81,31 @@ export class DeliveryThread implements Delivery {
   private readonly bell = newBell()
   private stopping = false
   private exited?: Promise<void>
+  /** Ends the first start's wait for the thread to be up. */
+  private up?: (() => void) | undefined
 
   constructor (private readonly options: DeliveryThreadOptions) {
     this.restartMs = options.restartMs ?? RESTART_MS
   }
 
-  start (): void {
+  /** Starts the thread; resolves once it is up, or after upWithinMs with a warning (it delivers once it is up). */
+  start (): Promise<void> {
+    this.launch()
+    const { clock, log, upWithinMs = UP_WITHIN_MS } = this.options
+    return new Promise((resolve) => {
+      const cancel = clock.schedule(() => {
+        log.warn({ upWithinMs }, `webhooks: the delivery thread is not up after ${upWithinMs} ms; starting without it (what is due is delivered once it is up)`)
+        this.up?.()
+      }, upWithinMs)
+      this.up = () => {
+        this.up = undefined
+        cancel()
+        resolve()
+      }
+    })
+  }
+
+  private launch (): void {
     const workerData: ThreadData = { ...this.options.data, bell: this.bell }
     const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
     // The thread never holds the process open: stop() holds it while the thread drains.
@@ -103,10 +128,11 @@ export class DeliveryThread implements Delivery {
     this.restartMs = Math.min(2 * wait, restartMaxMs)
     this.options.log.error({ err: this.failure, exitCode: code, restartInMs: wait },
       'webhooks: the delivery thread stopped; starting it again (deliveries wait in the outbox meanwhile)')
-    this.cancelRestart = clock.schedule(() => this.start(), wait)
+    this.cancelRestart = clock.schedule(() => this.launch(), wait)
   }
 
   private receive (message: FromThread): void {
+    if (message.kind === 'up') return this.up?.()
     if (message.kind === 'log') return this.options.log[message.level](message.object, message.message)
     const { onAttempt, onAttempts } = this.options
     for (const [endpoint, outcome, seconds] of message.attempts) {
@@ -130,6 +156,7 @@ export class DeliveryThread implements Delivery {
 
   async stop (drainMs: number): Promise<void> {
     this.stopping = true
+    this.up?.()
     this.cancelRestart?.()
     const worker = this.worker
     if (worker === undefined) return

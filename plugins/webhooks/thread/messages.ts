@@ -23,8 +23,9 @@ export type ToThread = { kind: 'pause' } | { kind: 'stop', drainMs: number }
 /**
  * The delivery thread to the API thread: attempts for the metrics (by endpoint and outcome, the
  * duration of each in seconds: one group per pair in a message, not one entry per attempt), log
- * lines for its log.
+ * lines for its log, and once that it is up (its store and outbox open, its doorbell listened to).
  */
 export type FromThread =
   | { kind: 'attempts', attempts: Array<[endpoint: string, outcome: AttemptOutcome, seconds: Float64Array]> }
   | { kind: 'log', level: LogLevel, object: object, message: string }
+  | { kind: 'up' }

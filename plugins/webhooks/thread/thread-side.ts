@@ -87,4 +87,6 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
   })
   worker.start()
   log.info({ threadId }, 'webhooks: delivering in a thread of its own')
+  // The API thread's ready() waits for this (host-side.ts): the first event leaves as fast as later ones.
+  post({ kind: 'up' })
 }
