@@ -6,7 +6,7 @@ import type { WebhooksConfig, WebhooksOptions } from './settings.js'
 import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from './delivery/payload.js'
 import { messageId } from './delivery/signing.js'
 import type { WebhookTracing } from './delivery/tracing.js'
-import { DeliveryThread, type Delivery } from './thread/host-side.js'
+import { DeliveryThread, type Delivery, type ThreadEnd } from './thread/host-side.js'
 import { DeliveryWorker } from './delivery/worker.js'
 
 /** What the service's metrics learn of webhooks. */
@@ -21,6 +21,8 @@ export interface WebhookObserver {
   attempts? (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array): void
   /** The outbox, read when metrics are scraped. */
   outbox (outbox: WebhookOutbox): void
+  /** A delivery thread that ended without being asked to, and is started again: why (for the metrics). */
+  threadRestart? (reason: ThreadEnd): void
   /** Traces: each event keeps its create's trace context, each attempt has a span linked to it. */
   tracing?: WebhookTracing | undefined
 }
@@ -94,7 +96,13 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
       if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
       const onAttempts = observer?.attempts?.bind(observer)
       wake.delivery = new DeliveryThread({
-        data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, clock: systemClock, onAttempt, ...(onAttempts && { onAttempts })
+        data: { store, postgres, webhooks, tracing: traced?.data },
+        ...(traced && { entry: traced.entry }),
+        log,
+        clock: systemClock,
+        onAttempt,
+        ...(onAttempts && { onAttempts }),
+        onRestart: observer?.threadRestart?.bind(observer)
       })
     } else {
       wake.delivery = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing })

@@ -2,7 +2,8 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { deliveryEntry, DeliveryThread } from '../../plugins/webhooks/thread/host-side.js'
+import { DEFAULT_THREAD_LIMITS } from '../../plugins/webhooks/settings.js'
+import { deliveryEntry, DeliveryThread, type ThreadEnd } from '../../plugins/webhooks/thread/host-side.js'
 import { fakeClock } from '../helpers/fake-clock.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
 
@@ -44,7 +45,7 @@ t.test('a delivery thread that throws is logged and started again, each time aft
   }
   clearInterval(ticking)
   t.same(failures(lines).map(({ object }) => object.restartInMs), [50, 100, 200], 'started again after 50, 100 and 200 ms')
-  t.match(failures(lines)[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1 } })
+  t.match(failures(lines)[0], { message: /the delivery thread stopped; starting it again/, object: { err: { message: 'the stand-in failed' }, exitCode: 1, reason: 'error' } })
   t.ok(started(lines).length >= 3, 'each start is a new thread, and its log lines reach this log')
   t.same(attempts.slice(0, 2), [['e0', 'success', 0.01], ['e0', 'success', 0.02]], 'its attempts are told to this thread (the metrics), each one')
   t.ok(ticks > 10, `this thread's event loop ran on meanwhile (${ticks} ticks)`)
@@ -114,20 +115,23 @@ t.test('a stop while the thread waits to be started again ends the wait', async 
   t.equal(started(lines).length, 1, 'not started again')
 })
 
-t.test('start resolves once the thread says it is up', async (t) => {
+t.test('start resolves once the thread says it is up, with the default limits of its engine', async (t) => {
   const { lines, log } = recordingLog()
   const clock = fakeClock()
   const thread = new DeliveryThread({ data: { ...data, mode: 'obedient' } as never, log, clock, entry: STAND_IN, onAttempt () {} })
   await thread.start()
   t.equal(started(lines).length, 1, 'its line, sent before it said it was up, is here: the start waited for the thread')
   t.equal(clock.pending(), 0, 'the wait for it called off')
+  t.match(started(lines)[0].object.resourceLimits, DEFAULT_THREAD_LIMITS, 'it runs with the default resourceLimits')
   await thread.stop(10_000)
 })
 
 t.test('a thread not up within upWithinMs: the start resolves all the same, with a warning', async (t) => {
   const { lines, log } = recordingLog()
   const clock = fakeClock()
-  const thread = new DeliveryThread({ data: { ...data, mode: 'mute' } as never, log, clock, entry: STAND_IN, upWithinMs: 1000, onAttempt () {} })
+  const limits = { maxOldGenerationSizeMb: 200, maxYoungGenerationSizeMb: 8, stackSizeMb: 2 }
+  const webhooks = { ...data.webhooks, threadResourceLimits: limits }
+  const thread = new DeliveryThread({ data: { ...data, webhooks, mode: 'mute' } as never, log, clock, entry: STAND_IN, upWithinMs: 1000, onAttempt () {} })
   let resolved = false
   const starting = thread.start().then(() => { resolved = true })
   t.ok(await eventually(() => started(lines).length === 1, 30_000), 'the thread runs')
@@ -137,7 +141,32 @@ t.test('a thread not up within upWithinMs: the start resolves all the same, with
   await clock.advance(1)
   await starting
   t.match(lines.filter(({ level }) => level === 'warn'), [{ object: { upWithinMs: 1000 }, message: /the delivery thread is not up after 1000 ms; starting without it/ }])
+  t.match(started(lines)[0].object.resourceLimits, limits, 'it runs with the limits of webhooks.threadResourceLimits')
   await thread.stop(10_000)
+})
+
+t.test('a thread that runs out of memory ends alone, named ERR_WORKER_OUT_OF_MEMORY, and is counted; one that exits, as an exit', async (t) => {
+  const { lines, log } = recordingLog()
+  const clock = fakeClock()
+  const ends: ThreadEnd[] = []
+  const webhooks = { ...data.webhooks, threadResourceLimits: { maxOldGenerationSizeMb: 64 } }
+  const filling = new DeliveryThread({ data: { ...data, webhooks, mode: 'fill' } as never, log, clock, entry: STAND_IN, onAttempt () {}, onRestart: (end) => ends.push(end) })
+  await filling.start()
+  t.ok(await eventually(() => failures(lines).length === 1, 60_000), 'its end seen')
+  t.match(failures(lines)[0], {
+    message: /the delivery thread ran out of memory \(ERR_WORKER_OUT_OF_MEMORY: its heap reached 64 MB, webhooks\.threadResourceLimits\); starting it again/,
+    object: { err: { code: 'ERR_WORKER_OUT_OF_MEMORY' }, reason: 'out_of_memory', restartInMs: 500, limits: { maxOldGenerationSizeMb: 64 } }
+  })
+  t.same(ends, ['out_of_memory'], 'told, with its reason')
+  await filling.stop(100)
+
+  const exiting = new DeliveryThread({ data: { ...data, mode: 'exit' } as never, log, clock, entry: STAND_IN, onAttempt () {}, onRestart: (end) => ends.push(end) })
+  await exiting.start()
+  t.ok(await eventually(() => failures(lines).length === 2, 60_000), 'its end seen')
+  t.match(failures(lines)[1], { message: /the delivery thread stopped; starting it again/, object: { exitCode: 3, reason: 'exit' } })
+  t.equal(failures(lines)[1].object.err, undefined, 'no error: it exited')
+  t.same(ends, ['out_of_memory', 'exit'])
+  await exiting.stop(100)
 })
 
 t.test('the thread\'s module: beside the host (compiled or source), else the bundle\'s dist/webhook-delivery.mjs', async (t) => {

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs'
 import { Worker } from 'node:worker_threads'
 import type { Clock } from '../../http/clock.js'
 import type { AttemptOutcome } from '../../store/outbox.js'
+import { DEFAULT_THREAD_LIMITS, type ThreadLimits } from '../settings.js'
 import { newBell, ring } from './doorbell.js'
 import type { DeliveryThreadData, FromThread, ThreadData, ToThread } from './messages.js'
 
@@ -23,6 +24,9 @@ export interface Delivery {
   stop (drainMs: number): Promise<void>
 }
 
+/** Why a delivery thread ended without being asked to: its heap full (ERR_WORKER_OUT_OF_MEMORY), an error thrown, or an exit. */
+export type ThreadEnd = 'out_of_memory' | 'error' | 'exit'
+
 export interface DeliveryThreadOptions {
   data: DeliveryThreadData
   log: ThreadLog
@@ -31,6 +35,8 @@ export interface DeliveryThreadOptions {
   onAttempt: (endpoint: string, outcome: AttemptOutcome, seconds: number) => void
   /** Told instead of `onAttempt`, when given: the attempts of one endpoint and outcome in a message, at once. */
   onAttempts?: (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array) => void
+  /** Told of each end of the thread that it is started again after, and why (for the metrics). */
+  onRestart?: ((reason: ThreadEnd) => void) | undefined
   /** The thread's module (tests start others). */
   entry?: URL
   /** The wait before the first restart, doubled at each restart up to `restartMaxMs`. */
@@ -50,6 +56,10 @@ const STOP_MARGIN_MS = 2000
 // it can take longer, and the app then starts without it (its deliveries wait in the outbox).
 const UP_WITHIN_MS = 5000
 
+const OUT_OF_MEMORY = 'ERR_WORKER_OUT_OF_MEMORY'
+const endOf = (failure: Error | undefined): ThreadEnd =>
+  failure === undefined ? 'exit' : (failure as { code?: string }).code === OUT_OF_MEMORY ? 'out_of_memory' : 'error'
+
 /**
  * A thread's module, started by file name: `beside` the module `here` when compiled (.js) or run
  * from source (.ts), in its extension; the bundled server (dist/server.mjs and its chunks) has it
@@ -67,9 +77,11 @@ export const deliveryEntry = (here = import.meta.url): URL =>
   threadModule(here, (extension) => new URL(`./thread-entry${extension}`, here), 'webhook-delivery')
 
 /**
- * Runs delivery in a worker_threads worker of this process, with its own connection to the store:
- * the claims, signing, sending, answers and results never hold the event loop that serves HTTP.
- * A thread that fails or exits is logged and started again, after a wait that doubles each time.
+ * Runs delivery in a worker_threads worker of this process, with its own connection to the store
+ * and memory limits of its own (DEFAULT_THREAD_LIMITS, settings.ts): the claims, signing, sending,
+ * answers and results never hold the event loop that serves HTTP, and a thread that runs out of
+ * memory ends alone. A thread that fails or exits is logged, counted and started again, after a
+ * wait that doubles each time.
  */
 export class DeliveryThread implements Delivery {
   private worker?: Worker | undefined
@@ -79,6 +91,7 @@ export class DeliveryThread implements Delivery {
   private failure?: Error | undefined
   // Rung after each commit that wrote events: shared memory, kept across restarts of the thread.
   private readonly bell = newBell()
+  private readonly limits: ThreadLimits
   private stopping = false
   private exited?: Promise<void>
   /** Ends the first start's wait for the thread to be up. */
@@ -86,6 +99,7 @@ export class DeliveryThread implements Delivery {
 
   constructor (private readonly options: DeliveryThreadOptions) {
     this.restartMs = options.restartMs ?? RESTART_MS
+    this.limits = { ...DEFAULT_THREAD_LIMITS, ...options.data.webhooks.threadResourceLimits }
   }
 
   /** Starts the thread; resolves once it is up, or after upWithinMs with a warning (it delivers once it is up). */
@@ -107,7 +121,7 @@ export class DeliveryThread implements Delivery {
 
   private launch (): void {
     const workerData: ThreadData = { ...this.options.data, bell: this.bell }
-    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData })
+    const worker = this.worker = new Worker(this.options.entry ?? deliveryEntry(), { workerData, resourceLimits: this.limits })
     // The thread never holds the process open: stop() holds it while the thread drains.
     worker.unref()
     this.startedAt = this.options.clock.now()
@@ -122,12 +136,19 @@ export class DeliveryThread implements Delivery {
   }
 
   private restartAfter (code: number): void {
-    const { restartMs = RESTART_MS, restartMaxMs = RESTART_MAX_MS, clock } = this.options
+    const { restartMs = RESTART_MS, restartMaxMs = RESTART_MAX_MS, clock, log } = this.options
     if (clock.now() - this.startedAt >= restartMaxMs) this.restartMs = restartMs
     const wait = this.restartMs
     this.restartMs = Math.min(2 * wait, restartMaxMs)
-    this.options.log.error({ err: this.failure, exitCode: code, restartInMs: wait },
-      'webhooks: the delivery thread stopped; starting it again (deliveries wait in the outbox meanwhile)')
+    const reason = endOf(this.failure)
+    const fields = { err: this.failure, exitCode: code, reason, restartInMs: wait }
+    if (reason === 'out_of_memory') {
+      log.error({ ...fields, limits: this.limits }, `webhooks: the delivery thread ran out of memory (${OUT_OF_MEMORY}: its heap reached ` +
+        `${this.limits.maxOldGenerationSizeMb} MB, webhooks.threadResourceLimits); starting it again (deliveries wait in the outbox meanwhile)`)
+    } else {
+      log.error(fields, 'webhooks: the delivery thread stopped; starting it again (deliveries wait in the outbox meanwhile)')
+    }
+    this.options.onRestart?.(reason)
     this.cancelRestart = clock.schedule(() => this.launch(), wait)
   }
 
