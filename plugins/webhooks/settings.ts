@@ -74,7 +74,8 @@ export const WebhooksOptionsSchema = Type.Object({
   retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
   drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' })),
   delivery: Type.Optional(Type.Enum(WEBHOOK_DELIVERY_PLACES, {
-    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store, a pg.Pool or a store object deliver in-process)`
+    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store or a store object deliver in-process, ` +
+      'and so does a pg.Pool unless delivery is thread, which then runs on a pool of its own made from the pool\'s settings)'
   })),
   threadResourceLimits: Type.Optional(ThreadLimitsSchema)
 }, {

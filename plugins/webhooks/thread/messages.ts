@@ -1,10 +1,14 @@
 import type { AttemptOutcome } from '../../store/outbox.js'
 import type { WebhooksOptions } from '../settings.js'
+import type { PoolSettings } from './pool-settings.js'
 
 /** What the delivery thread is started with: plain data, copied into the thread. */
 export interface DeliveryThreadData {
-  /** The store's URL (sqlite:<path> or postgres://…): the thread opens its own connection to it. */
-  store: string
+  /**
+   * The store the thread opens a connection of its own to: its URL (sqlite:<path> or postgres://…),
+   * or the settings of a host's pg.Pool, which the thread makes a small pool of its own from.
+   */
+  store: string | { poolSettings: PoolSettings }
   /** The PostgreSQL store's table settings (its pool is the thread's own, and small). */
   postgres?: Record<string, unknown> | undefined
   webhooks: WebhooksOptions
