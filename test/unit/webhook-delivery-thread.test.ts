@@ -126,7 +126,7 @@ t.test('start resolves once the thread says it is up, with the default limits of
   await thread.stop(10_000)
 })
 
-t.test('a thread not up within upWithinMs: the start resolves all the same, with a warning', async (t) => {
+t.test('a thread not up within upWithinMs: the start resolves all the same, with a warning; a stop ends the wait too', async (t) => {
   const { lines, log } = recordingLog()
   const clock = fakeClock()
   const limits = { maxOldGenerationSizeMb: 200, maxYoungGenerationSizeMb: 8, stackSizeMb: 2 }
@@ -143,6 +143,15 @@ t.test('a thread not up within upWithinMs: the start resolves all the same, with
   t.match(lines.filter(({ level }) => level === 'warn'), [{ object: { upWithinMs: 1000 }, message: /the delivery thread is not up after 1000 ms; starting without it/ }])
   t.match(started(lines)[0].object.resourceLimits, limits, 'it runs with the limits of webhooks.threadResourceLimits')
   await thread.stop(10_000)
+
+  // Closed before it is up (an app closed as it starts): the start waits no longer.
+  const closed = new DeliveryThread({ data: { ...data, mode: 'mute' } as never, log, clock, entry: STAND_IN, upWithinMs: 1000, onAttempt () {} })
+  const closedStart = closed.start()
+  t.ok(await eventually(() => started(lines).length === 2, 30_000), 'the second thread runs')
+  await closed.stop(10_000)
+  await closedStart
+  t.equal(clock.pending(), 0, 'its wait called off by the stop')
+  t.equal(lines.filter(({ message }) => /is not up after/.test(message)).length, 1, 'no warning but the first thread\'s')
 })
 
 t.test('a thread that runs out of memory ends alone, named ERR_WORKER_OUT_OF_MEMORY, and is counted; one that exits, as an exit', async (t) => {
