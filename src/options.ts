@@ -4,12 +4,13 @@ import type { Authenticate } from '../plugins/auth/index.js'
 import {
   AuthFailureLimitSchema, LoadSheddingOptionsSchema, RateLimitOptionsSchema, type LoadSheddingOptions, type RateLimitOptions, type WindowLimit
 } from '../plugins/http/limit-options.js'
-import { STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../plugins/store/index.js'
+import { isPool, STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../plugins/store/index.js'
 import type { OpenapiNames } from '../routes/openapi/names.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { TOKEN_PATTERN } from '../schemas/protocol.js'
 import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/settings.js'
 import type { WebhookObserver } from '../plugins/webhooks/index.js'
+import { poolSettingsOf } from '../plugins/webhooks/thread/pool-settings.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
@@ -177,7 +178,7 @@ export function checkOptions (options: unknown): asserts options is PlantStoreOp
     throw fail('options tokens and authenticate exclude each other: give tokens for the plugin\'s bearer tokens, or authenticate for the host\'s authentication')
   }
   if (validateOptions(options)) {
-    checkWebhooks((options as PlantStoreOptions).webhooks)
+    checkWebhooks(options as PlantStoreOptions)
     return
   }
   const [first] = validateOptions.errors!
@@ -190,11 +191,12 @@ export function checkOptions (options: unknown): asserts options is PlantStoreOp
   throw fail(`option ${dotted(path)} is ${missing === undefined ? 'invalid' : 'missing'}: it must be ${nodeAt(path).description!}`)
 }
 
-// What the schema cannot check (secrets, URLs, networks), refused at registration too.
-function checkWebhooks (webhooks: PlantStoreOptions['webhooks']): void {
+// What the schema cannot check (secrets, URLs, networks; a pool's settings for a delivery thread), refused at registration too.
+function checkWebhooks ({ webhooks, store }: PlantStoreOptions): void {
   if (webhooks === undefined) return
   try {
     resolveWebhooks(webhooks)
+    if (webhooks.delivery === 'thread' && isPool(store)) poolSettingsOf(store)
   } catch (error) {
     const { setting, problem, fix } = error as WebhookSettingError
     throw fail(`option ${setting} is invalid: it ${problem}; ${fix}`)

@@ -1,12 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { systemClock } from '../http/clock.js'
-import type { OutboxOpener, PgPool, PlantStore } from '../store/index.js'
+import { isPool, type OutboxOpener, type PgPool, type PlantStore } from '../store/index.js'
 import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
 import type { WebhooksConfig, WebhooksOptions } from './settings.js'
 import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from './delivery/payload.js'
 import { messageId } from './delivery/signing.js'
 import type { WebhookTracing } from './delivery/tracing.js'
-import { DeliveryThread, type Delivery } from './thread/host-side.js'
+import { DeliveryThread, type Delivery, type ThreadEnd } from './thread/host-side.js'
+import type { DeliveryThreadData } from './thread/messages.js'
+import { poolSettingsOf } from './thread/pool-settings.js'
 import { DeliveryWorker } from './delivery/worker.js'
 
 /** What the service's metrics learn of webhooks. */
@@ -21,6 +23,8 @@ export interface WebhookObserver {
   attempts? (endpoint: string, outcome: AttemptOutcome, seconds: Float64Array): void
   /** The outbox, read when metrics are scraped. */
   outbox (outbox: WebhookOutbox): void
+  /** A delivery thread that ended without being asked to, and is started again: why (for the metrics). */
+  threadRestart? (reason: ThreadEnd): void
   /** Traces: each event keeps its create's trace context, each attempt has a span linked to it. */
   tracing?: WebhookTracing | undefined
 }
@@ -40,7 +44,7 @@ export const outboxOptions = (config: WebhooksConfig, committed?: OutboxOptions[
   ...(committed && { committed })
 })
 
-/** Where delivery runs: `thread` needs a store the thread can open by its URL (SQLite, PostgreSQL). */
+/** Where delivery runs: `thread` needs a store the thread can open on its own (SQLite, PostgreSQL). */
 export interface DeliverySource {
   webhooks: WebhooksOptions
   store: string | PgPool | PlantStore
@@ -49,9 +53,18 @@ export interface DeliverySource {
 
 const NO_DELIVERY: Delivery = { start () {}, wake () {}, pause () {}, stop: async () => {} }
 
-/** A store the thread can open on its own: a file or a database, not the memory of this thread, a pool or an object. */
-const opensInThread = (store: DeliverySource['store']): store is string =>
-  typeof store === 'string' && /^(sqlite:|postgres(ql)?:\/\/)/.test(store)
+/**
+ * Where the app delivers, and for a thread the store it opens on its own: a file or a database by
+ * its URL, or a host's pool's settings (refused when they cannot be copied into a thread), not the
+ * memory of this thread or a store object. A pool delivers in a thread only when asked to: the
+ * thread's pool is connections of its own beside the host's.
+ */
+function placeOf ({ webhooks, store }: DeliverySource): { where: 'thread', store: DeliveryThreadData['store'] } | { where: 'in-process' | 'off' } {
+  const where = webhooks.delivery ?? (isPool(store) ? 'in-process' : 'thread')
+  if (where !== 'thread') return { where }
+  if (isPool(store)) return { where, store: { poolSettings: poolSettingsOf(store) } }
+  return typeof store === 'string' && /^(sqlite:|postgres(ql)?:\/\/)/.test(store) ? { where, store } : { where: 'in-process' }
+}
 
 /**
  * The route of an event, end to end:
@@ -61,14 +74,13 @@ const opensInThread = (store: DeliverySource['store']): store is string =>
  *    with delivery 'off', it announces the commit to the delivering instances of the store (PostgreSQL's NOTIFY), which listen;
  * 4. delivery: the worker claims due events from the outbox and sends them (delivery/worker.ts, delivery/attempt.ts),
  *    in its thread (thread/thread-side.ts; with tracing, its spans made there) or, with the memory
- *    store or a store object, on this event loop;
+ *    store, a store object or a pg.Pool (unless delivery is 'thread'), on this event loop;
  * 5. outcome recorded: it writes each attempt's outcome back to the outbox (record, release).
  */
 export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
 Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
-  const { store, postgres, webhooks } = source
-  const where = webhooks.delivery ?? 'thread'
-  const inThread = where === 'thread' && opensInThread(store)
+  const place = placeOf(source)
+  const inThread = place.where === 'thread'
   // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
   const wake = { delivery: NO_DELIVERY }
   const outbox = await open({
@@ -81,24 +93,31 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
     ...(inThread && { checkpointedElsewhere: true })
   })
   const onAttempt = (endpoint: string, outcome: AttemptOutcome, seconds: number) => observer?.attempt(endpoint, outcome, seconds)
-  if (where === 'off') {
+  const tracing = observer?.tracing
+  if (place.where === 'off') {
     // Delivered elsewhere: the commits, and what an admin route makes due, are announced to the
     // delivering instances of a store that can tell them (PostgreSQL); others find them at their next poll.
     const announce = outbox.announce?.bind(outbox)
     if (announce !== undefined) wake.delivery = { ...NO_DELIVERY, wake: announce }
+  } else if (place.where === 'thread') {
+    // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.
+    const traced = tracing?.thread
+    if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
+    const onAttempts = observer?.attempts?.bind(observer)
+    wake.delivery = new DeliveryThread({
+      data: { store: place.store, postgres: source.postgres, webhooks: source.webhooks, tracing: traced?.data },
+      ...(traced && { entry: traced.entry }),
+      log,
+      clock: systemClock,
+      onAttempt,
+      ...(onAttempts && { onAttempts }),
+      onRestart: observer?.threadRestart?.bind(observer)
+    })
   } else {
-    const tracing = observer?.tracing
-    if (inThread) {
-      // With tracing, the thread starts from the tracing's own module, which makes the attempts' spans there.
-      const traced = tracing?.thread
-      if (tracing !== undefined && traced === undefined) log.warn({}, 'webhooks: the tracing given has no thread module: attempts made in the delivery thread have no span')
-      const onAttempts = observer?.attempts?.bind(observer)
-      wake.delivery = new DeliveryThread({
-        data: { store, postgres, webhooks, tracing: traced?.data }, ...(traced && { entry: traced.entry }), log, clock: systemClock, onAttempt, ...(onAttempts && { onAttempts })
-      })
-    } else {
-      wake.delivery = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing })
+    if (isPool(source.store) && source.webhooks.delivery === undefined) {
+      log.info({}, 'webhooks: delivering on this event loop, on the host\'s pg.Pool (webhooks.delivery \'thread\' delivers in a thread, on a pool of its own made from its settings)')
     }
+    wake.delivery = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing })
   }
   observer?.outbox(outbox)
   return { outbox, delivery: wake.delivery }

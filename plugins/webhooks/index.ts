@@ -34,8 +34,9 @@ export const webhooksOf = (fastify: FastifyInstance): Webhooks =>
 /**
  * Opens the store's outbox (from then on every create and delete writes its events in its own
  * commit) and runs the delivery while the app runs (in a thread of its own by default, see
- * events.ts): it starts once the app is ready, stops claiming when the app starts to close, and
- * lets attempts in flight finish within drainTimeout.
+ * events.ts): it starts as the app gets ready (ready() resolves once a thread is up, or after a few
+ * seconds without it), stops claiming when the app starts to close, and lets attempts in flight
+ * finish within drainTimeout.
  */
 export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { webhooks, observer, store, postgres }) {
   const config = resolveWebhooks(webhooks)

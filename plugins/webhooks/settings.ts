@@ -33,6 +33,33 @@ export const WEBHOOK_ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
  */
 export const WEBHOOK_DELIVERY_PLACES = ['thread', 'in-process', 'off'] as const
 
+/**
+ * The delivery thread's engine limits (worker_threads' resourceLimits), so that a leak or an
+ * overload fills the thread's heap, not the process's: the thread then ends alone and is started
+ * again. It holds no backlog, only what it claimed: at most 8 x 64 deliveries per endpoint
+ * (delivery/worker.ts). Its heap peaked at ~35 MB for one endpoint, ~120 MB for ten with
+ * 1000-character names at 10,000 deliveries a second: 512 MB leaves room for some forty of those,
+ * far below the 4 GB the process's own heap may reach by default. The young generation and the
+ * stack are V8's and Node's own defaults, said here with the rest.
+ */
+export const DEFAULT_THREAD_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 48, stackSizeMb: 4 } as const
+
+const megabytes = (minimum: number, description: string, key: keyof typeof DEFAULT_THREAD_LIMITS) => Type.Optional(Type.Integer({
+  minimum, maximum: 65_536, description: `${description}, in MB, an integer from ${minimum} to 65536 (default ${DEFAULT_THREAD_LIMITS[key]})`
+}))
+
+const ThreadLimitsSchema = Type.Object({
+  maxOldGenerationSizeMb: megabytes(16, 'the delivery thread\'s main heap', 'maxOldGenerationSizeMb'),
+  maxYoungGenerationSizeMb: megabytes(1, 'the heap of its new objects', 'maxYoungGenerationSizeMb'),
+  stackSizeMb: megabytes(1, 'its stack', 'stackSizeMb')
+}, {
+  additionalProperties: false,
+  description: 'the delivery thread\'s memory limits in MB, past which it ends alone and is started again: { maxOldGenerationSizeMb?, maxYoungGenerationSizeMb?, stackSizeMb? }'
+})
+
+/** The delivery thread's engine limits, in MB. */
+export type ThreadLimits = Required<Static<typeof ThreadLimitsSchema>>
+
 /** The `webhooks` plugin option; the service's WEBHOOK_* settings map onto it (service/config/webhooks.ts). */
 export const WebhooksOptionsSchema = Type.Object({
   endpoints: Type.Array(EndpointSchema, { minItems: 1, description: 'a non-empty array of endpoints {name, url, secrets, events}' }),
@@ -47,11 +74,13 @@ export const WebhooksOptionsSchema = Type.Object({
   retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
   drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' })),
   delivery: Type.Optional(Type.Enum(WEBHOOK_DELIVERY_PLACES, {
-    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store, a pg.Pool or a store object deliver in-process)`
-  }))
+    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store or a store object deliver in-process, ` +
+      'and so does a pg.Pool unless delivery is thread, which then runs on a pool of its own made from the pool\'s settings)'
+  })),
+  threadResourceLimits: Type.Optional(ThreadLimitsSchema)
 }, {
   additionalProperties: false,
-  description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery}'
+  description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery, threadResourceLimits}'
 })
 
 export type WebhooksOptions = Static<typeof WebhooksOptionsSchema>

@@ -62,6 +62,12 @@ export function webhookMetrics (registry: Registry, now: () => number = Date.now
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers
   })
+  const restarts = new Counter({
+    name: 'plant_store_webhook_thread_restarts_total',
+    help: 'Times the delivery thread ended without being asked to and was started again, by reason (out_of_memory, error, exit)',
+    labelNames: ['reason'] as const,
+    registers
+  })
   const source: { outbox?: WebhookOutbox } = {}
   const latest = outboxReadings(now)
   const gauge = (name: string, help: string, set: (reading: Reading, gauge: Gauge<'endpoint'>) => void) =>
@@ -100,6 +106,7 @@ export function webhookMetrics (registry: Registry, now: () => number = Date.now
     },
     outbox (outbox) {
       source.outbox = outbox
-    }
+    },
+    threadRestart: (reason) => restarts.inc({ reason })
   }
 }

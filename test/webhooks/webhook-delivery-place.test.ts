@@ -47,6 +47,20 @@ t.test('SQLite, delivery thread (the default): each create delivered; its attemp
   }
 })
 
+t.test('ready() resolves once the delivery thread is up: its line is in the log by then (or, past the bound, the warning)', async (t) => {
+  const receiver = await startReceiver(t)
+  const { lines, logger } = collectLogs('info')
+  const app = Fastify({ logger })
+  t.teardown(() => app.close())
+  await app.register(plantStore, { tokens: [TOKEN], store: `sqlite:${join(t.testdir({}), 'plants.db')}`, webhooks: webhooksFor([{ url: receiver.url, secret: newSecret() }]) })
+  await app.ready()
+  // From TypeScript source a thread can take longer than the bound on a busy machine: then the warning says so.
+  const upOrLate = ({ msg }: { msg?: unknown }) => msg === 'webhooks: delivering in a thread of its own' || /the delivery thread is not up after \d+ ms/.test(String(msg))
+  t.ok(lines.some(upOrLate), 'the thread was up, or said not to be, when ready() resolved')
+  t.equal((await createPlant(app as never, '{"id":1,"name":"a"}')).statusCode, 200)
+  t.ok(await eventually(() => receiver.received.length === 1, THREAD_START_MS), 'delivered')
+})
+
 t.test('delivery in-process on SQLite; off: events written, none sent, until an app that delivers opens the file', async (t) => {
   const store = `sqlite:${join(t.testdir({}), 'plants.db')}`
   const receiver = await startReceiver(t)

@@ -1,10 +1,14 @@
 import type { AttemptOutcome } from '../../store/outbox.js'
 import type { WebhooksOptions } from '../settings.js'
+import type { PoolSettings } from './pool-settings.js'
 
 /** What the delivery thread is started with: plain data, copied into the thread. */
 export interface DeliveryThreadData {
-  /** The store's URL (sqlite:<path> or postgres://…): the thread opens its own connection to it. */
-  store: string
+  /**
+   * The store the thread opens a connection of its own to: its URL (sqlite:<path> or postgres://…),
+   * or the settings of a host's pg.Pool, which the thread makes a small pool of its own from.
+   */
+  store: string | { poolSettings: PoolSettings }
   /** The PostgreSQL store's table settings (its pool is the thread's own, and small). */
   postgres?: Record<string, unknown> | undefined
   webhooks: WebhooksOptions
@@ -23,8 +27,9 @@ export type ToThread = { kind: 'pause' } | { kind: 'stop', drainMs: number }
 /**
  * The delivery thread to the API thread: attempts for the metrics (by endpoint and outcome, the
  * duration of each in seconds: one group per pair in a message, not one entry per attempt), log
- * lines for its log.
+ * lines for its log, and once that it is up (its store and outbox open, its doorbell listened to).
  */
 export type FromThread =
   | { kind: 'attempts', attempts: Array<[endpoint: string, outcome: AttemptOutcome, seconds: Float64Array]> }
   | { kind: 'log', level: LogLevel, object: object, message: string }
+  | { kind: 'up' }

@@ -1,18 +1,15 @@
 import { constants, getPriority, setPriority } from 'node:os'
 import { parentPort, threadId, workerData } from 'node:worker_threads'
 import { every, systemClock } from '../../http/clock.js'
-import { loadDriver, openStore, type PlantStore } from '../../store/index.js'
-import type { AttemptOutcome, OutboxStore } from '../../store/outbox.js'
+import type { AttemptOutcome } from '../../store/outbox.js'
 import { resolveWebhooks } from '../settings.js'
 import { listen } from './doorbell.js'
 import type { FromThread, LogLevel, ThreadData, ToThread } from './messages.js'
+import { openThreadStore } from './thread-store.js'
 import type { WebhookTracing } from '../delivery/tracing.js'
 import { outboxOptions } from '../events.js'
 import { DeliveryWorker } from '../delivery/worker.js'
 
-// Claims, result batches, endpoint checks and pruning: a few queries at once at most; and on
-// PostgreSQL one connection held to listen for other instances' commits (announce.ts).
-const POOL_SIZE = 4
 // Attempts are told to the API thread in batches: one message per this period at most.
 const ATTEMPTS_EVERY_MS = 50
 // After a wake-up, the commits of this long are claimed together: under load, one claim per period.
@@ -67,9 +64,7 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
   const config = resolveWebhooks(data.webhooks)
   // The store's own lines (a file moved, a table unusable) are messages without an object.
   const storeLog = { warn: log.warn.bind(undefined, {}), info: log.info.bind(undefined, {}) }
-  const store: PlantStore & OutboxStore = data.store.startsWith('sqlite:')
-    ? (await loadDriver('better-sqlite3', () => import('../../store/sqlite/store.js'))).openSqliteStore(data.store.slice('sqlite:'.length), { log: storeLog, bookkeeping: true })
-    : await openStore(data.store, { ...data.postgres, poolSize: POOL_SIZE, log: storeLog }) as PlantStore & OutboxStore
+  const store = await openThreadStore(data, storeLog)
   const outbox = await store.openOutbox(outboxOptions(config))
   const worker = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing: traced?.tracing })
 
@@ -87,4 +82,6 @@ export async function runDeliveryThread (traced?: ThreadTracing): Promise<void> 
   })
   worker.start()
   log.info({ threadId }, 'webhooks: delivering in a thread of its own')
+  // The API thread's ready() waits for this (host-side.ts): the first event leaves as fast as later ones.
+  post({ kind: 'up' })
 }
