@@ -105,22 +105,84 @@ type Loose<T> = { [K in keyof T]?: T[K] | undefined }
 
 /** The plugin's options: `tokens` (the plugin's own bearer tokens) or `authenticate` (the host's), and `store`. */
 export interface PlantStoreOptions {
+  /** a non-empty array of accepted bearer tokens, each of visible ASCII characters */
   tokens?: readonly string[] | undefined
+  /** a function (request, reply) returning (or resolving to) a non-empty string naming who the request is from, or false */
   authenticate?: Authenticate | undefined
+  /** a store URL (memory:, sqlite:<path of a file>, postgres://…) or an object implementing PlantStore (create, get, list, delete, ping, close), or a pg.Pool */
   store: string | PgPool | PlantStore
+  /**
+   * the PostgreSQL store's table and pool: { schema?, table?, poolSize?, connectionTimeout?, idleTimeout?, statementTimeout? }
+   * - `schema`: the schema of the table (made when missing), a plain SQL name
+   * - `table`: the table's name (default plants), a plain SQL name
+   * - `poolSize`: the most connections of the plugin's own pool, 1 to 1000 (default 10)
+   * - `connectionTimeout`: how long to wait for a connection of the plugin's own pool (default 1000), in ms, an integer from 1 to 2147483647
+   * - `idleTimeout`: how long an idle connection of the plugin's own pool is kept, 0 for ever (default 10000), in ms, an integer from 0 to 2147483647
+   * - `statementTimeout`: the longest a statement may take before the server cancels it (default 800), in ms, an integer from 1 to 2147483647
+   */
   postgres?: Loose<PostgresOptions> | undefined
+  /** a function that takes the store and returns the store the routes use */
   wrapStore?: ((store: PlantStore) => PlantStore) | undefined
+  /** the largest request body in bytes, a positive integer, at most 268435456 (default 1048576) */
   bodyLimit?: number | undefined
+  /** the longest name or tag accepted in characters, a positive integer, at most 268435456 (default 1000) */
   maxTextLength?: number | undefined
+  /** true or false: whether to add GET /healthz and GET /readyz (default true) */
   health?: boolean | undefined
+  /** true or false: whether the plugin answers unknown routes under its prefix (default false: the host does) */
   notFound?: boolean | undefined
+  /** "host" or "plugin": who answers errors the host's own hooks raise on the plant routes (default "host") */
   hostErrors?: 'host' | 'plugin' | undefined
+  /**
+   * load shedding thresholds: { maxEventLoopDelay?, maxEventLoopUtilization?, maxHeapUsedBytes?, retryAfter? }
+   * - `maxEventLoopDelay`: event-loop delay in ms above which requests are refused (0: off)
+   * - `maxEventLoopUtilization`: event-loop utilization, 0 to 1, above which requests are refused (0: off)
+   * - `maxHeapUsedBytes`: heap use in bytes above which requests are refused (0: off)
+   * - `retryAfter`: seconds a refused client is told to wait (Retry-After)
+   */
   pressure?: Loose<LoadSheddingOptions> | undefined
+  /**
+   * a per-token limit: { max, timeWindow }
+   * - `max`: requests allowed per token (or identity) in each window, a positive integer
+   * - `timeWindow`: the window in ms, a positive integer, at most 2147483647
+   */
   rateLimit?: RateLimitOptions | undefined
+  /**
+   * false, or { max, timeWindow }: refused credentials allowed per client address (default with tokens 10 per 60000 ms; with authenticate, none)
+   * - `max`: failed authentications allowed per client address in each window, a positive integer
+   * - `timeWindow`: the window in ms, a positive integer, at most 2147483647
+   */
   authFailureLimit?: WindowLimit | false | undefined
+  /**
+   * webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery}
+   * - `endpoints`: a non-empty array of endpoints {name, url, secrets, events}
+   * - `endpoints[].name`: a name of 1 to 64 letters, digits, _ . -
+   * - `endpoints[].url`: an http:// or https:// URL
+   * - `endpoints[].secrets`: a non-empty array of secrets, each whsec_ followed by the base64 of 24 to 64 random bytes
+   * - `endpoints[].events`: a non-empty array of plant.created, plant.deleted (default plant.created)
+   * - `retrySchedule`: a non-empty array of waits in ms after each failed attempt (default Standard Webhooks' table)
+   * - `timeout`: the longest attempt in ms (default 15000)
+   * - `allowedNetworks`: CIDRs (e.g. 127.0.0.0/8) reachable although private or loopback
+   * - `disableAfter`: ms without a successful delivery after which an endpoint is disabled (default 5 days)
+   * - `retention`: ms that finished events are kept (default 7 days)
+   * - `drainTimeout`: ms that attempts in flight get to finish when the app closes (default: timeout)
+   * - `delivery`: where this app delivers: thread, in-process, off (default thread; the memory store, a pg.Pool or a store object deliver in-process)
+   */
   webhooks?: WebhooksOptions | undefined
+  /** an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts' spans) */
   observeWebhooks?: WebhookObserver | undefined
+  /**
+   * OpenAPI names: { securityScheme?, plantsTag?, healthTag? }
+   * - `securityScheme`: the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"
+   * - `plantsTag`: the tag of the plant routes, letters, digits, ".", "-" or "_"
+   * - `healthTag`: the tag of the health routes, letters, digits, ".", "-" or "_"
+   */
   openapi?: OpenapiNames | undefined
+  /**
+   * route config for the host's plugins: { plants?, health? }
+   * - `plants`: an object, the route config of the plant routes
+   * - `health`: an object, the route config of the health routes
+   */
   routeConfig?: Loose<{ plants: Record<string, unknown>, health: Record<string, unknown> }> | undefined
 }
 

@@ -12,10 +12,10 @@ import { startReceiver, type Received } from '../helpers/receiver.js'
 import { startServer } from '../helpers/server-process.js'
 import { eventually, newSecret, verifyDelivery } from '../helpers/webhooks.js'
 
-// What a receiver's operator needs to know, as README.md says it: the User-Agent to expect, and
-// how the service trusts a receiver whose certificate comes from a private CA.
+// What a receiver's operator needs to know, as docs/webhooks.md says it: the User-Agent to expect,
+// and how the service trusts a receiver whose certificate comes from a private CA.
 
-const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8')
+const page = readFileSync(new URL('../../docs/webhooks.md', import.meta.url), 'utf8')
 const LOOPBACK = parseNetworks(['127.0.0.0/8'], 'test')
 
 const deliver = async (url: string) => {
@@ -27,8 +27,8 @@ const deliver = async (url: string) => {
   }
 }
 
-t.test('a delivery carries the User-Agent README.md names', async (t) => {
-  t.ok(readme.includes(`\`user-agent: ${WEBHOOK_USER_AGENT}\``), 'README.md names it')
+t.test('a delivery carries the User-Agent docs/webhooks.md names', async (t) => {
+  t.ok(page.includes(`\`user-agent: ${WEBHOOK_USER_AGENT}\``), 'docs/webhooks.md names it')
   const receiver = await startReceiver(t)
   t.match(await deliver(receiver.url), { outcome: 'success' })
   t.equal(receiver.received[0].headers['user-agent'], WEBHOOK_USER_AGENT)
@@ -47,8 +47,8 @@ function privateCa (t: Test) {
   return { ca: file('ca.pem'), key: readFileSync(file('server.key')), cert: readFileSync(file('server.pem')) }
 }
 
-t.test('a receiver behind a private CA: refused without NODE_EXTRA_CA_CERTS, delivered with it, as README.md says', async (t) => {
-  t.match(readme, /`NODE_EXTRA_CA_CERTS=[^`]+ node dist\/server\.mjs`/, 'README.md shows how')
+t.test('a receiver behind a private CA: refused without NODE_EXTRA_CA_CERTS, delivered with it, as docs/webhooks.md says', async (t) => {
+  t.match(page, /`NODE_EXTRA_CA_CERTS=[^`]+ node dist\/server\.mjs`/, 'docs/webhooks.md shows how')
   const { ca, key, cert } = privateCa(t)
   const received: Received[] = []
   const server = createServer({ key, cert }, (request, response) => {

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { buildHost } from '../src/app.js'
 import { newDatabase, TOKEN } from './helpers.js'
 
-test('the README example serves plants on a real socket, on PostgreSQL, behind the host\'s JWT, beside the host\'s routes', async (t) => {
+test('the host example docs/plugin.md shows serves plants on a real socket, on PostgreSQL, behind the host\'s JWT, beside the host\'s routes', async (t) => {
   const database = await newDatabase(t)
   if (database === undefined) return
   process.env.DATABASE_URL = database

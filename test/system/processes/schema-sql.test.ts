@@ -18,8 +18,8 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
     t.equal(code, 0, 'schema-sql exits 0')
     t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants" \(id int8 PRIMARY KEY, name text NOT NULL, tag text\);\n/)
     t.match(sql, /^CREATE TABLE IF NOT EXISTS "plants_schema_version" .*;\nINSERT INTO "plants_schema_version" /m, 'with the schema version')
-    const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8')
-    t.equal(/which prints:\n\n```sql\n([^`]*)```/.exec(readme)?.[1], sql, 'the README shows what it prints')
+    const operations = readFileSync(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+    t.equal(/which prints:\n\n```sql\n([^`]*)```/.exec(operations)?.[1], sql, 'docs/operations.md shows what it prints')
 
     const url = await freshDatabase(t)
     await sqlOn(url, sql)

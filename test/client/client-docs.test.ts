@@ -10,11 +10,11 @@ import { listeningService } from '../helpers/client.js'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 
-/** The TypeScript blocks of a README section, from its heading to the next heading. */
-async function readmeBlocks (heading: string) {
-  const readme = await readFile(resolve(ROOT, 'README.md'), 'utf8')
-  const start = readme.indexOf(`\n${heading}\n`) + heading.length + 2
-  const section = readme.slice(start, readme.indexOf('\n#', start))
+/** The TypeScript blocks of a section of the client's page, from its heading to the next heading. */
+async function pageBlocks (heading: string) {
+  const page = await readFile(resolve(ROOT, 'docs/client.md'), 'utf8')
+  const start = page.indexOf(`\n${heading}\n`) + heading.length + 2
+  const section = page.slice(start, page.indexOf('\n#', start))
   return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map(([, code]) => code)
 }
 
@@ -34,7 +34,7 @@ function typeErrors (t: Test, files: string[]) {
   return ts.getPreEmitDiagnostics(program).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'))
 }
 
-/** Runs an example against the real service, with the environment the README's examples read: what it printed. */
+/** Runs an example against the real service, with the environment the page's examples read: what it printed. */
 async function run (t: Test, file: string) {
   process.env.PLANT_STORE_URL = await listeningService(t)
   process.env.PLANT_STORE_TOKEN = TOKEN
@@ -55,16 +55,16 @@ async function run (t: Test, file: string) {
 const promised = (example: string) => example.split('\n').filter((line) => line.includes('console.log('))
   .map((line) => line.slice(line.lastIndexOf(' // ') + 4))
 
-t.test("README's client example type-checks and runs as written, printing what its comments say", async (t) => {
-  const [example] = await readmeBlocks('## A typed client')
+t.test("docs/client.md's client example type-checks and runs as written, printing what its comments say", async (t) => {
+  const [example] = await pageBlocks('## Using it')
   const file = await writeExample(t.testdir({}), 'example.ts', example)
   t.strictSame(typeErrors(t, [file]), [], 'it type-checks')
   t.ok(promised(example).length >= 5, `${promised(example).length} printed lines promised`)
   t.strictSame(await run(t, file), promised(example))
 })
 
-t.test("README's generated-client example: bigint types from openapi-typescript, used by openapi-fetch as written", async (t) => {
-  const blocks = await readmeBlocks('### Exact ids with a generated client')
+t.test("docs/client.md's generated-client example: bigint types from openapi-typescript, used by openapi-fetch as written", async (t) => {
+  const blocks = await pageBlocks('## Exact ids with a generated client')
   t.equal(blocks.length, 2, 'a script that writes the types, and their use')
   const [generator, example] = blocks
   const dir = t.testdir({})
@@ -80,7 +80,7 @@ t.test("README's generated-client example: bigint types from openapi-typescript,
   t.ok(promised(example).length >= 3, `${promised(example).length} printed lines promised`)
   t.strictSame(await run(t, exampleFile), promised(example), 'the example prints what its comments say: ids exact')
 
-  // What the README says of the CLI's types: an id is a number there, and a bigint does not pass.
+  // What the page says of the CLI's types: an id is a number there, and a bigint does not pass.
   const service = await listeningService(t)
   await promisify(execFile)(resolve(ROOT, 'node_modules/.bin/openapi-typescript'),
     [`${service}/documentation/json`, '--output', join(dir, 'plant-store.ts')])
