@@ -154,7 +154,7 @@ export interface PlantStoreOptions {
    */
   authFailureLimit?: WindowLimit | false | undefined
   /**
-   * webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery}
+   * webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery, threadResourceLimits}
    * - `endpoints`: a non-empty array of endpoints {name, url, secrets, events}
    * - `endpoints[].name`: a name of 1 to 64 letters, digits, _ . -
    * - `endpoints[].url`: an http:// or https:// URL
@@ -166,7 +166,11 @@ export interface PlantStoreOptions {
    * - `disableAfter`: ms without a successful delivery after which an endpoint is disabled (default 5 days)
    * - `retention`: ms that finished events are kept (default 7 days)
    * - `drainTimeout`: ms that attempts in flight get to finish when the app closes (default: timeout)
-   * - `delivery`: where this app delivers: thread, in-process, off (default thread; the memory store, a pg.Pool or a store object deliver in-process)
+   * - `delivery`: where this app delivers: thread, in-process, off (default thread; the memory store or a store object deliver in-process, and so does a pg.Pool unless delivery is thread, which then runs on a pool of its own made from the pool's settings)
+   * - `threadResourceLimits`: the delivery thread's memory limits in MB, past which it ends alone and is started again: { maxOldGenerationSizeMb?, maxYoungGenerationSizeMb?, stackSizeMb? }
+   * - `threadResourceLimits.maxOldGenerationSizeMb`: the delivery thread's main heap, in MB, an integer from 16 to 65536 (default 512)
+   * - `threadResourceLimits.maxYoungGenerationSizeMb`: the heap of its new objects, in MB, an integer from 1 to 65536 (default 48)
+   * - `threadResourceLimits.stackSizeMb`: its stack, in MB, an integer from 1 to 65536 (default 4)
    */
   webhooks?: WebhooksOptions | undefined
   /** an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts' spans) */
