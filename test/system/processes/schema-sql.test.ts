@@ -5,6 +5,7 @@ import t from 'tap'
 import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer } from '../../helpers/server-process.js'
 import { plantBody } from '../../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../../helpers/postgres.js'
+import { SCHEMA_VERSION } from '../../../plugins/store/postgres/schema-version.js'
 import { startReceiver } from '../../helpers/receiver.js'
 import { TOKEN, webhookEnv } from '../../helpers/webhook-crash.js'
 import { eventually, newSecret } from '../../helpers/webhooks.js'
@@ -31,7 +32,7 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
       method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }, body: plantBody('7', 'fern')
     })
     t.equal(created.status, 200, 'a create succeeds as the role without CREATE')
-    t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: 1 }], 'the schema version the SQL recorded')
+    t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: SCHEMA_VERSION }], 'the schema version the SQL recorded')
     t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":7')), 30_000), 'and its webhook is delivered')
     server.child.kill('SIGTERM')
     t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
