@@ -2,6 +2,9 @@ import t from 'tap'
 import { SCHEMA_VERSION } from '../../plugins/store/postgres/schema-version.js'
 import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { ownedByAnotherRole } from '../helpers/postgres-table.js'
+import type { OutboxStore } from '../../plugins/store/outbox.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const pgSkip = await postgresSkip()
 
@@ -71,3 +74,17 @@ t.test('a table that is not the store\'s is refused, and nothing is written besi
   t.strictSame(await sqlOn(url, "SELECT to_regclass('plants_schema_version') AS version_table, to_regproc('plants_schema_fence') AS fence"),
     [{ version_table: null, fence: null }])
 })
+
+t.test('a database the release before versions wrote, its plants table another role\'s: served as it is (no version, no fence), its outbox made unfenced',
+  { skip: pgSkip }, async (t) => {
+    const { admin, role, url } = await ownedByAnotherRole(t)
+    // The store's role may make tables, but not a trigger on a table it does not own.
+    await sqlOn(admin, `GRANT CREATE ON SCHEMA public TO ${role}`)
+    const store = await openPostgresStore(url) as Awaited<ReturnType<typeof openPostgresStore>> & OutboxStore
+    t.teardown(() => store.close())
+    const outbox = await store.openOutbox({ endpoints: [{ name: 'e', events: ['plant.created'] }], payloads: eventPayloads })
+    await store.create({ id: 1n, name: 'kept' })
+    t.equal((await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)).length, 1, 'its create\'s event is delivered')
+    t.strictSame(await sqlOn(admin, "SELECT to_regclass('plants_schema_version') AS version, count(*)::int AS fences FROM pg_trigger WHERE tgname = 'plant_store_schema_fence'"),
+      [{ version: null, fences: 0 }], 'no version recorded, no fence')
+  })

@@ -24,7 +24,7 @@ const SQLITE_FINGERPRINTS: Record<number, string> = {
   2: '1a621fdfd362f1e1'
 }
 const POSTGRES_FINGERPRINTS: Record<number, string> = {
-  3: '1140675591057829'
+  3: '8235ec1ce84ddb8c'
 }
 
 const OLDER = [['the release before the landed one', PREVIOUS_SQLITE_DDL, PREVIOUS_POSTGRES_DDL], ['the landed release', LANDED_SQLITE_DDL, LANDED_POSTGRES_DDL]] as const

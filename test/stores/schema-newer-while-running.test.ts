@@ -10,7 +10,7 @@ import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { openStore } from '../../plugins/store/index.js'
 import type { OutboxStore, WebhookOutbox } from '../../plugins/store/outbox.js'
-import { SCHEMA_VERSION } from '../../plugins/store/postgres/schema-version.js'
+import { createFenceFunctionSql, SCHEMA_VERSION } from '../../plugins/store/postgres/schema-version.js'
 import { SchemaNewerError } from '../../plugins/store/schema-version.js'
 import { SQLITE_SCHEMA_VERSION } from '../../plugins/store/sqlite/schema-version.js'
 import type { PlantStore } from '../../plugins/store/types.js'
@@ -20,6 +20,8 @@ import { connect, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres
 import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const NEWER_MESSAGE = new SchemaNewerError().message
+// The fence a newer release makes as it upgrades.
+const NEWER_FENCE = createFenceFunctionSql({ schema: 'public', table: 'plants' }, SCHEMA_VERSION + 1)
 const OUTBOX = { endpoints: [{ name: 'e', events: ['plant.created' as const, 'plant.deleted' as const] }], payloads: eventPayloads }
 
 /** What was written: plants, events, claimed deliveries and disabled endpoints, counted. */
@@ -69,8 +71,8 @@ const ENGINES: Engine[] = [{
     return {
       url,
       where: 'the PostgreSQL table "public"."plants_schema_version"',
-      // As a newer release upgrades: the tables written locked first (migration.ts).
-      bump: () => sqlOn(url, `BEGIN; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE;
+      // As a newer release upgrades (migration.ts): the tables written locked first, the fence made again with its version.
+      bump: () => sqlOn(url, `BEGIN; LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE; ${NEWER_FENCE};
         UPDATE plants_schema_version SET version = ${SCHEMA_VERSION + 1}; COMMIT`),
       written: async () => (await sqlOn<Written>(url, `SELECT (SELECT count(*)::int FROM plants) AS plants,
         (SELECT count(*)::int FROM plants_webhook_events) AS events,
@@ -158,6 +160,7 @@ t.test('PostgreSQL: a create that waited for the upgrade\'s lock sees the new ve
   t.teardown(() => upgrader.end())
   await upgrader.query('BEGIN')
   await upgrader.query('LOCK TABLE plants IN SHARE ROW EXCLUSIVE MODE')
+  await upgrader.query(NEWER_FENCE)
   await upgrader.query(`UPDATE plants_schema_version SET version = ${SCHEMA_VERSION + 1}`)
   const create = store.create({ id: 2n, name: 'waited' })
   create.catch(() => {})
@@ -169,4 +172,28 @@ t.test('PostgreSQL: a create that waited for the upgrade\'s lock sees the new ve
   await t.rejects(create, { code: new SchemaNewerError().code }, 'the create is refused once the upgrade committed')
   t.equal((await written()).plants, 1, 'and was not written')
   t.equal(lines.length, 1, 'one line')
+})
+
+t.test('SQLite: a user_version no release writes, set under a running store: refused as well, the line saying what it is', async (t) => {
+  const { url, where } = await ENGINES[0].database(t)
+  const { app, lines } = await served(t, url)
+  const db = new Database(url.slice('sqlite:'.length))
+  db.pragma('user_version = -1')
+  db.close()
+  assertNewer(t, await post(app, 1), 'a create')
+  t.strictSame(lines, [`plant-store: ${where}: schema version -1 is not one plant-store writes (a whole number, ${SQLITE_SCHEMA_VERSION} for this release): ` +
+    'it was set by hand or by another program; if the data is plant-store\'s, set PRAGMA user_version to the version its tables are at, ' +
+    'or restore a backup; every plant route and /readyz answer 503 and nothing is written from now on'])
+})
+
+t.test('PostgreSQL: a failure that has the store check its table again finds the newer version there', { skip: ENGINES[1].skip }, async (t) => {
+  const { url, where, bump } = await ENGINES[1].database(t)
+  const { app, lines } = await served(t, url)
+  t.equal((await post(app, 1)).statusCode, 200)
+  await bump()
+  // A read, which the fence does not stop, fails on the column renamed: the table is checked again.
+  await sqlOn(url, 'ALTER TABLE plants RENAME COLUMN tag TO label')
+  assertNewer(t, await app.inject({ url: '/plants/1', headers: AUTH }), 'the read')
+  assertNewer(t, await post(app, 2), 'and a create')
+  t.strictSame(lines, [lineFor(ENGINES[1], where)], 'one line')
 })

@@ -3,7 +3,7 @@ import { ignore, query } from './connection.js'
 import { PostgresFailure } from './failures.js'
 import { outboxNames } from './outbox.js'
 import {
-  createVersionTableSql, POSTGRES_STEPS, privilegeError, readVersion, recordedVersionSql, recordVersionSql, SCHEMA_VERSION, UNRECORDED_VERSION,
+  createFenceFunctionSql, createVersionTableSql, POSTGRES_STEPS, privilegeError, readVersion, recordedVersionSql, recordVersionSql, SCHEMA_VERSION, UNRECORDED_VERSION,
   versionTable, type StepContext
 } from './schema-version.js'
 import { shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape } from './table.js'
@@ -82,8 +82,10 @@ async function upgrade (context: StepContext, from: number) {
     if (written.length > 0) await client.query(`LOCK TABLE ${written.join(', ')} IN SHARE ROW EXCLUSIVE MODE`)
     for (const step of POSTGRES_STEPS.slice(from)) await step(context)
   }
-  await client.query(createVersionTableSql(tables.plants))
-  await client.query(recordVersionSql(tables.plants))
+  // The fence knows the version recorded: made again with it, in the same transaction.
+  for (const statement of [createFenceFunctionSql(tables.plants), createVersionTableSql(tables.plants), recordVersionSql(tables.plants)]) {
+    await client.query(statement)
+  }
 }
 
 /**
