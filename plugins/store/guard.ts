@@ -1,4 +1,5 @@
 import { PlantExistsError, StoreFailedError, StoreUnavailableError } from '../http/errors.js'
+import { SchemaNewerError } from './schema-version.js'
 import { STORE_METHODS, type PlantStore } from './types.js'
 
 // Errors are told apart by their code, not their class: a host's store may hold its own copy of
@@ -6,6 +7,7 @@ import { STORE_METHODS, type PlantStore } from './types.js'
 const EXISTS = new PlantExistsError().code
 const UNAVAILABLE = new StoreUnavailableError().code
 const UNAVAILABLE_MESSAGE = new StoreUnavailableError().message
+const SCHEMA_NEWER = new SchemaNewerError().code
 
 /**
  * Our unavailable error for the store's own: wrapping what that wraps when it says only
@@ -17,10 +19,11 @@ function unavailable (cause: unknown): Error {
   return inner === undefined ? new StoreUnavailableError() : new StoreUnavailableError({ cause: inner })
 }
 
-/** What a store's failure means to the routes: one of three errors, with the service's own message. */
+/** What a store's failure means to the routes: one of four errors, with the service's own message. */
 export function routeErrorFor (cause: unknown): Error {
   const code = (cause as { code?: unknown } | null)?.code
   if (code === EXISTS) return new PlantExistsError({ cause })
+  if (code === SCHEMA_NEWER) return new SchemaNewerError()
   if (code === UNAVAILABLE) return unavailable(cause)
   return new StoreFailedError({ cause })
 }
@@ -29,7 +32,7 @@ const fail = (cause: unknown): never => { throw routeErrorFor(cause) }
 
 /**
  * The store as the routes see it, whoever wrote it: a failure reaches them as PlantExistsError
- * (409), StoreUnavailableError (503) or StoreFailedError (500), each with the service's own
+ * (409), StoreUnavailableError or SchemaNewerError (503) or StoreFailedError (500), each with the service's own
  * message. The store's own error is kept as the cause, for the log: its message, stack or status
  * (a driver's detail, an SQL fragment, a host's 404) never reaches a client.
  */

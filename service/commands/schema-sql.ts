@@ -1,13 +1,17 @@
 import {
-  createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxTables, recordVersionSql, type TableName
+  createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxFenceSql, outboxTables, plantsFenceSql, recordVersionSql, type TableName
 } from '../../src/service-api.js'
 
 /**
- * Every statement the store runs to make its tables (the plants, its schema version and, with
- * webhooks on, the outbox), as one script: for a database administrator to run once when the
+ * Every statement the store runs to make its tables at the current schema version (the plants, its
+ * schema version and, with webhooks on, the outbox, the fence on them) and to upgrade older ones,
+ * then the version record, as one script: for a database administrator to run once when the
  * service's role may not CREATE, and again to upgrade when a new release says so.
  */
 export function schemaSql (name: TableName = { table: DEFAULT_TABLE }): string {
-  return [createTableSql(name), createVersionTableSql(name), recordVersionSql(name), ...createOutboxSql(outboxTables(name), name)]
-    .map((statement) => `${statement.replace(/\n\s+/g, '\n  ')};\n`).join('')
+  const outbox = outboxTables(name)
+  return [
+    createTableSql(name), createVersionTableSql(name), ...createOutboxSql(outbox, name), ...plantsFenceSql(name), ...outboxFenceSql(outbox, name),
+    recordVersionSql(name)
+  ].map((statement) => `${statement.replace(/\n\s+/g, '\n  ')};\n`).join('')
 }

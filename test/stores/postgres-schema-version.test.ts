@@ -1,6 +1,10 @@
 import t from 'tap'
+import { SCHEMA_VERSION } from '../../plugins/store/postgres/schema-version.js'
 import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
+import { ownedByAnotherRole } from '../helpers/postgres-table.js'
+import type { OutboxStore } from '../../plugins/store/outbox.js'
+import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const pgSkip = await postgresSkip()
 
@@ -9,7 +13,8 @@ const versions = (url: string) => sqlOn<{ version: number }>(url, 'SELECT versio
 t.test('a new database: the plants table and its schema version, recorded once however often the store opens it', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   for (let run = 0; run < 2; run++) await (await openPostgresStore(url)).close()
-  t.strictSame(await versions(url), [{ version: 1 }])
+  t.strictSame(await versions(url), [{ version: SCHEMA_VERSION }])
+  t.equal(SCHEMA_VERSION, 3, 'version 2: the events\' trace_context column; 3: the fence on the tables written')
 })
 
 t.test('a version record emptied by hand is written again at start', { skip: pgSkip }, async (t) => {
@@ -17,23 +22,69 @@ t.test('a version record emptied by hand is written again at start', { skip: pgS
   await (await openPostgresStore(url)).close()
   await sqlOn(url, 'DELETE FROM plants_schema_version')
   await (await openPostgresStore(url)).close()
-  t.strictSame(await versions(url), [{ version: 1 }])
+  t.strictSame(await versions(url), [{ version: SCHEMA_VERSION }])
 })
 
 t.test('a newer version is refused when the store opens, naming the table and what to do; nothing is written', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   await (await openPostgresStore(url, { table: 'garden' })).close()
-  await sqlOn(url, 'UPDATE garden_schema_version SET version = 2')
+  await sqlOn(url, `UPDATE garden_schema_version SET version = ${SCHEMA_VERSION + 1}`)
   await t.rejects(openPostgresStore(url, { table: 'garden' }), {
-    message: 'plant-store: the PostgreSQL table "public"."garden_schema_version": schema version 2 was written by a newer plant-store ' +
-      '(this one knows up to 1): run that release, or restore a backup taken before the upgrade'
+    message: `plant-store: the PostgreSQL table "public"."garden_schema_version": schema version ${SCHEMA_VERSION + 1} was written by a newer ` +
+      `plant-store (this one knows up to ${SCHEMA_VERSION}): run that release, or restore a backup taken before the upgrade`
   })
-  t.strictSame(await sqlOn(url, 'SELECT version FROM garden_schema_version'), [{ version: 2 }])
+  t.strictSame(await sqlOn(url, 'SELECT version FROM garden_schema_version'), [{ version: SCHEMA_VERSION + 1 }])
 })
+
+t.test('a huge version that a release could still have written (a million) is a newer release\'s', { skip: pgSkip }, async (t) => {
+  const url = await freshDatabase(t)
+  await (await openPostgresStore(url)).close()
+  await sqlOn(url, 'UPDATE plants_schema_version SET version = 1000000')
+  await t.rejects(openPostgresStore(url), { message: /: schema version 1000000 was written by a newer plant-store \(this one knows up to 3\)/ })
+})
+
+// Each as the version table can be made to hold it: the column's NOT NULL dropped, its type changed.
+const ODD_VERSIONS: ReadonlyArray<[string, string, string]> = [
+  ['negative', 'UPDATE plants_schema_version SET version = -1', '-1'],
+  ['huge, past any release', 'UPDATE plants_schema_version SET version = 2000000', '2000000'],
+  ['null', 'ALTER TABLE plants_schema_version ALTER COLUMN version DROP NOT NULL; UPDATE plants_schema_version SET version = NULL', 'null'],
+  ['not a whole number', 'ALTER TABLE plants_schema_version ALTER COLUMN version TYPE numeric; UPDATE plants_schema_version SET version = 2.5', '"2.5"'],
+  ['not a number', 'ALTER TABLE plants_schema_version ALTER COLUMN version TYPE text; UPDATE plants_schema_version SET version = \'two\'', '"two"']
+]
+
+for (const [kind, sql, shown] of ODD_VERSIONS) {
+  t.test(`a version row that is ${kind}: refused at open with one line naming the table and what to do; left as it was`, { skip: pgSkip }, async (t) => {
+    const url = await freshDatabase(t)
+    await (await openPostgresStore(url)).close()
+    await sqlOn(url, sql)
+    const before = await sqlOn(url, 'SELECT version::text FROM plants_schema_version')
+    await t.rejects(openPostgresStore(url), {
+      message: `plant-store: the PostgreSQL table "public"."plants_schema_version": schema version ${shown} is not one plant-store writes ` +
+        '(a whole number, 3 for this release): it was set by hand or by another program; if the data is plant-store\'s, ' +
+        'UPDATE "public"."plants_schema_version" SET version to the version its tables are at, or restore a backup'
+    })
+    t.strictSame(await sqlOn(url, 'SELECT version::text FROM plants_schema_version'), before, 'the record is left as it was')
+  })
+}
 
 t.test('a table that is not the store\'s is refused, and nothing is written beside it', { skip: pgSkip }, async (t) => {
   const url = await freshDatabase(t)
   await sqlOn(url, 'CREATE TABLE plants (sku text PRIMARY KEY)')
   await t.rejects(openPostgresStore(url), { message: /^plant-store: the PostgreSQL table public\.plants is not one plant-store can use/ })
-  t.strictSame(await sqlOn(url, "SELECT to_regclass('plants_schema_version') AS version_table"), [{ version_table: null }])
+  t.strictSame(await sqlOn(url, "SELECT to_regclass('plants_schema_version') AS version_table, to_regproc('plants_schema_fence') AS fence"),
+    [{ version_table: null, fence: null }])
 })
+
+t.test('a database the release before versions wrote, its plants table another role\'s: served as it is (no version, no fence), its outbox made unfenced',
+  { skip: pgSkip }, async (t) => {
+    const { admin, role, url } = await ownedByAnotherRole(t)
+    // The store's role may make tables, but not a trigger on a table it does not own.
+    await sqlOn(admin, `GRANT CREATE ON SCHEMA public TO ${role}`)
+    const store = await openPostgresStore(url) as Awaited<ReturnType<typeof openPostgresStore>> & OutboxStore
+    t.teardown(() => store.close())
+    const outbox = await store.openOutbox({ endpoints: [{ name: 'e', events: ['plant.created'] }], payloads: eventPayloads })
+    await store.create({ id: 1n, name: 'kept' })
+    t.equal((await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)).length, 1, 'its create\'s event is delivered')
+    t.strictSame(await sqlOn(admin, "SELECT to_regclass('plants_schema_version') AS version, count(*)::int AS fences FROM pg_trigger WHERE tgname = 'plant_store_schema_fence'"),
+      [{ version: null, fences: 0 }], 'no version recorded, no fence')
+  })

@@ -5,6 +5,7 @@ import t from 'tap'
 import { StoreUnavailableError } from '../../plugins/http/errors.js'
 import { openStore } from '../../plugins/store/index.js'
 import { BOOKKEEPING_CHECKPOINT_MS, openSqliteStore, WAL_CHECK_MS, WAL_LIMIT_BYTES } from '../../plugins/store/sqlite/store.js'
+import { SQLITE_SCHEMA_VERSION } from '../../plugins/store/sqlite/schema-version.js'
 import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN } from '../helpers/app.js'
 import { fakeClock } from '../helpers/fake-clock.js'
@@ -19,7 +20,8 @@ t.test('the file is created on first start, in WAL mode with fsync on every comm
   const db = new Database(file, { readonly: true })
   t.teardown(() => db.close())
   t.equal(db.pragma('journal_mode', { simple: true }), 'wal')
-  t.equal(db.pragma('user_version', { simple: true }), 1, 'the schema is at its latest version')
+  t.equal(db.pragma('user_version', { simple: true }), SQLITE_SCHEMA_VERSION, 'the schema is at its latest version')
+  t.equal(SQLITE_SCHEMA_VERSION, 2, 'version 2: the events\' trace_context column')
 })
 
 t.test('a reopened file keeps its plants and is not migrated twice', async (t) => {

@@ -9,8 +9,11 @@ import pg from 'pg'
 
 // A stream of commits is announced once per this period: the first at once, the rest at its end.
 export const ANNOUNCE_GAP_MS = 5
-// A listening connection lost (a server restart, a failover, a session ended) is opened again after these waits, the last repeated.
-export const RELISTEN_MS = [250, 1000, 5000]
+// A listening connection lost (a server restart, a failover, a session ended) is opened again after
+// these waits, the last repeated for as long as it takes. Capped at a second: a session ended as it
+// connects, time after time (a kill storm), once backed off to 5 s, so that the listener was still
+// away 5 s after the last kill; the poll carries delivery meanwhile, and a try a second costs little.
+export const RELISTEN_MS = [50, 100, 250, 500, 1000]
 
 // The listening session is asked every checkMs whether it is still there: a link lost without a
 // word (a failover behind an address, a NAT's idle timeout) ends no socket; an answer later than

@@ -1,8 +1,10 @@
 import pg from 'pg'
 import type { StoreLog } from '../types.js'
 import { DEADLINE_AFTER_STATEMENT_MS, INT8_OID, withClient } from './connection.js'
-import { answerFor, type PostgresFailure } from './failures.js'
+import { answerFor, PostgresFailure } from './failures.js'
 import { migrate } from './migration.js'
+import { newerWhileRunning, SchemaWatch } from '../schema-version.js'
+import { NewerSchemaFound, SCHEMA_VERSION, versionTable } from './schema-version.js'
 import { sqlName, type TableName } from './table.js'
 
 // A migration is a few statements, some of which wait for another instance's migration.
@@ -32,19 +34,24 @@ export class CheckedTable {
   started = false
   /** What was logged of the table last, while it is unusable. */
   unusable: string | undefined
+  /** Whether the version is recorded (the last migration found or made its table): the probe reads it then. */
+  versioned = false
   readonly #makeSchema: boolean
   readonly #queryTimeout: number
   readonly #log: StoreLog
+  readonly #schema: SchemaWatch
 
   constructor (readonly pool: pg.Pool, readonly name: TableName, { makeSchema, statementTimeout, log }: CheckedTableOptions) {
     this.#makeSchema = makeSchema
     this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
     this.#log = log
+    this.#schema = new SchemaWatch(log)
   }
 
   migrated (): Promise<void> {
     const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.#makeSchema), MIGRATION_TIMEOUT_MS)
-      .then(() => {
+      .then(({ versioned }) => {
+        this.versioned = versioned
         if (this.unusable !== undefined) this.#log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
         this.unusable = undefined
       }, (error) => this.#failed(error as PostgresFailure, current))
@@ -52,7 +59,9 @@ export class CheckedTable {
   }
 
   #failed (failure: PostgresFailure, current: Promise<void>): never {
-    if (failure.where !== 'table') {
+    // A newer schema refuses the start; found later, every operation from then on.
+    if (failure.where === 'newer' && this.started) throw this.#newer(failure)
+    if (failure.where !== 'table' && failure.where !== 'newer') {
       this.#migration = undefined
       throw failure
     }
@@ -86,18 +95,38 @@ export class CheckedTable {
    * statements were not what the driver held (on another connection: withClient closed that one).
    */
   async run<R> (work: Work<R>, again = true): Promise<R> {
+    try {
+      this.#schema.assertKnown()
+    } catch (error) {
+      throw new PostgresFailure('newer', error)
+    }
     const used = this.migrated()
     await used
     try {
       return await withClient(this.pool, (client) => work(client, used), this.#queryTimeout)
     } catch (error) {
       const { where } = error as PostgresFailure
+      if (where === 'newer') throw this.#newer(error as PostgresFailure)
       if (where === 'session' && again) return this.run(work, false)
       if (where !== 'schema' && where !== 'table' && where !== 'refused' && where !== undefined) throw error
       await this.recheck(used)
       if (where === 'schema' && again) return this.run(work, false)
       throw error
     }
+  }
+
+  /**
+   * A newer schema found while running (the fence refused a write, a probe or a check read its
+   * version): told once, and every operation refused from now on, with SchemaNewerError.
+   */
+  #newer ({ cause }: PostgresFailure): PostgresFailure {
+    const version = cause instanceof NewerSchemaFound ? cause.version : Number((cause as pg.DatabaseError).detail)
+    return new PostgresFailure('newer', this.#schema.found(newerWhileRunning(`the PostgreSQL table ${versionTable(this.name)}`, version, SCHEMA_VERSION)))
+  }
+
+  /** Throws (as a probe does) when `version`, read from the record, is newer than this release's. */
+  assertVersion (version: number | null) {
+    if (version !== null && version > SCHEMA_VERSION) throw new PostgresFailure('newer', new NewerSchemaFound('', version))
   }
 
   /** `run`, with a failure turned into what it means to a client. */

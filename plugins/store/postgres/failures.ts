@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { StoreUnavailableError } from '../../http/errors.js'
+import { FENCE_SQLSTATE } from './schema-version.js'
 
 /**
  * Where a PostgreSQL operation failed, which decides what the store does:
@@ -17,10 +18,12 @@ import { StoreUnavailableError } from '../../http/errors.js'
  * - `refused`: the server refused the statement for a reason of its own (another unique index, a
  *   row-level security policy, a trigger that raises): whoever else changed the table, not the
  *   client, so 503, and the table is checked again (which names what is wrong).
+ * - `newer`: a newer release upgraded the schema (the fence refused a write, or a check found its
+ *   version): refused at start; while running, every operation is refused from then on (503).
  * A failure that is not the server's answer (the store's own code), or a value the server cannot
  * keep, is a bug: a 500.
  */
-export type Where = 'connection' | 'write' | 'wait' | 'schema' | 'table' | 'session' | 'refused'
+export type Where = 'connection' | 'write' | 'wait' | 'schema' | 'table' | 'session' | 'refused' | 'newer'
 
 // What the server's own ERROR answers say, by SQLSTATE class or code.
 const ANSWERS: ReadonlyArray<[RegExp, Where]> = [
@@ -62,6 +65,7 @@ export function locateFailure (error: unknown, connecting: boolean, lost: boolea
   // FATAL or PANIC: the server ends the session, whatever the code says.
   if (error.severity !== 'ERROR') return new PostgresFailure('connection', error)
   const code = String(error.code)
+  if (code === FENCE_SQLSTATE) return new PostgresFailure('newer', error)
   // A value the server cannot keep (class 22, e.g. U+0000 in text) is one the API refuses before
   // the store sees it: reaching the store, it is the caller's bug.
   if (code.startsWith('22')) return new PostgresFailure(undefined, error)
@@ -72,7 +76,7 @@ export function locateFailure (error: unknown, connecting: boolean, lost: boolea
 export function isSettingError ({ where, cause }: PostgresFailure): boolean {
   // The migration refused for a reason other than an outage (permission denied...), or the table
   // there is not one the store can use.
-  if (where === undefined || where === 'table' || where === 'refused') return true
+  if (where === undefined || where === 'table' || where === 'refused' || where === 'newer') return true
   // The server answered that it has no TLS: it will not have it in a moment either.
   if ((cause as Error).message === NO_TLS_MESSAGE) return true
   const code = String((cause as { code?: unknown }).code)
@@ -81,7 +85,7 @@ export function isSettingError ({ where, cause }: PostgresFailure): boolean {
   return cause instanceof pg.DatabaseError ? /^(28|3D000$)/.test(code) : code.startsWith('ERR_')
 }
 
-/** What a failure means to a client: 503 when the store could not answer, the error itself for a bug. */
+/** What a failure means to a client: 503 when the store could not answer, the error itself for a bug or a newer schema. */
 export function answerFor (failure: PostgresFailure): Error {
-  return failure.where === undefined ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
+  return failure.where === undefined || failure.where === 'newer' ? failure.cause as Error : new StoreUnavailableError({ cause: failure.cause })
 }

@@ -1,13 +1,18 @@
 import pg from 'pg'
 import { ignore, query } from './connection.js'
 import { PostgresFailure } from './failures.js'
+import { outboxNames } from './outbox.js'
 import {
-  createVersionTableSql, newerSchemaError, privilegeError, recordedVersionSql, recordVersionSql, SCHEMA_VERSION, UNRECORDED_VERSION, versionTable
+  createFenceFunctionSql, createVersionTableSql, POSTGRES_STEPS, privilegeError, readVersion, recordedVersionSql, recordVersionSql, SCHEMA_VERSION, UNRECORDED_VERSION,
+  versionTable, type StepContext
 } from './schema-version.js'
-import { createTableSql, shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape } from './table.js'
+import { shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape } from './table.js'
 
 // SQLSTATE: the database user lacks a privilege (CREATE on the schema, SELECT on a table...).
 const INSUFFICIENT_PRIVILEGE = '42501'
+// An upgrade waits this long for the writes in flight on the tables it locks (the store's pool
+// gives up on a lock after 300 ms): they end within milliseconds, but a loaded server is slow.
+const UPGRADE_LOCK_MS = 3000
 
 /** Throws a `table` failure when the table is not one the store can use (a `schema` one when it is gone). */
 export async function checkShape (client: pg.PoolClient, name: TableName) {
@@ -19,14 +24,17 @@ export async function checkShape (client: pg.PoolClient, name: TableName) {
   if (problems.length > 0) throw new PostgresFailure('table', tableShapeError(name, shape.schema, problems))
 }
 
+/** What a migration found: whether the version is recorded (the probe reads it then). */
+export interface Migrated { versioned: boolean }
+
 /**
- * Creates the table (and its schema, when the options name one) when it is not there, checks that
- * it is one the store can use, then records the schema version (schema-version.ts). A database a
- * newer release wrote is refused. A table named without a schema is given the one the
- * search_path gives it now, for good: a search_path changed later (another `plants` put first)
- * does not move the store.
+ * Brings the database to this release's schema version (schema-version.ts's steps, from the one
+ * recorded), the plants table made when missing and checked to be one the store can use first. A
+ * database a newer release wrote, or whose version no release writes, is refused. A table named
+ * without a schema is given the one the search_path gives it now, for good: a search_path changed
+ * later (another `plants` put first) does not move the store.
  */
-export async function migrate (client: pg.PoolClient, name: TableName, makeSchema: boolean) {
+export async function migrate (client: pg.PoolClient, name: TableName, makeSchema: boolean): Promise<Migrated> {
   if (name.schema === undefined) {
     const { rows: [{ schema }] } = await query<{ schema: string }>(client, "SELECT coalesce(current_schema(), 'public') AS schema")
     name.schema = schema
@@ -35,20 +43,26 @@ export async function migrate (client: pg.PoolClient, name: TableName, makeSchem
   try {
     // Instances starting together take turns; the lock ends with the transaction.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('plant-store migrations'))")
-    const { rows: [{ present, versioned }] } = await query<{ present: boolean, versioned: boolean }>(client,
-      'SELECT to_regclass($1) IS NOT NULL AS present, to_regclass($2) IS NOT NULL AS versioned', [sqlName(name), versionTable(name)])
-    const recorded = versioned ? (await query<{ version: number | null }>(client, recordedVersionSql(name))).rows[0].version : null
-    const version = recorded ?? (present ? UNRECORDED_VERSION : 0)
-    if (version > SCHEMA_VERSION) throw new PostgresFailure('table', newerSchemaError(name, version))
-    if (!present) {
-      // Made only when missing: CREATE ... IF NOT EXISTS would need the CREATE privilege even then.
-      if (makeSchema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${pg.escapeIdentifier(name.schema)}`)
-      await client.query(createTableSql(name))
-    }
-    // Nothing is written beside a table that is not the store's (a host's own `plants`).
+    const outbox = outboxNames(name)
+    const names = [sqlName(name), versionTable(name), outbox.events, outbox.deliveries, outbox.endpoints]
+    const { rows } = await query<{ name: string }>(client, 'SELECT name FROM unnest($1::text[]) AS t(name) WHERE to_regclass(name) IS NOT NULL', [names])
+    const present = new Set(rows.map((row) => row.name))
+    const versioned = present.has(versionTable(name))
+    const recorded = versioned ? (await query<{ version: string | null }>(client, recordedVersionSql(name))).rows[0] : undefined
+    const read = recorded === undefined ? { version: present.has(sqlName(name)) ? UNRECORDED_VERSION : 0 } : readVersion(name, recorded.version)
+    if ('refusal' in read) throw new PostgresFailure(read.newer ? 'newer' : 'table', read.refusal)
+    const context: StepContext = { client, tables: { plants: name, ...outbox }, present, makeSchema }
+    // Made first when missing (and so checked by its maker): nothing is written beside a table that is not the store's (a host's own `plants`).
+    if (!present.has(sqlName(name))) await POSTGRES_STEPS[0](context)
     await checkShape(client, name)
-    if (recorded === null || recorded < SCHEMA_VERSION) await recordVersion(client, name, versioned, present)
+    const from = present.has(sqlName(name)) ? read.version : 1
+    if (from < SCHEMA_VERSION || recorded === undefined) {
+      // Lenient for a database the release before versions wrote (served as it is where it cannot be upgraded).
+      if (versioned || !present.has(sqlName(name))) await upgrade(context, from)
+      else await upgradeIfAllowed(context, from)
+    }
     await client.query('COMMIT')
+    return { versioned: versioned || (await query<{ versioned: boolean }>(client, 'SELECT to_regclass($1) IS NOT NULL AS versioned', [versionTable(name)])).rows[0].versioned }
   } catch (error) {
     await client.query('ROLLBACK').catch(ignore)
     throw (error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE ? new PostgresFailure('table', privilegeError(error as Error)) : error
@@ -56,20 +70,33 @@ export async function migrate (client: pg.PoolClient, name: TableName, makeSchem
 }
 
 /**
- * Records the schema version, making its table when missing. A database the release before
- * versions wrote is at this version already: when its record cannot be made (a user without
- * CREATE), it is served as it is, and a later release knows it for version 1 the same way.
+ * Runs the steps after version `from` and records the version, making its table when missing. The
+ * tables written are locked first: a write waiting for them takes its snapshot once the upgrade has
+ * committed, so it sees the new version (and the fence refuses it when its release is older).
  */
-async function recordVersion (client: pg.PoolClient, name: TableName, versioned: boolean, present: boolean) {
-  const statements = versioned ? [recordVersionSql(name)] : [createVersionTableSql(name), recordVersionSql(name)]
-  if (!present || versioned) {
-    for (const statement of statements) await client.query(statement)
-    return
+async function upgrade (context: StepContext, from: number) {
+  const { client, tables, present } = context
+  if (from < SCHEMA_VERSION) {
+    const written = [sqlName(tables.plants), tables.deliveries, tables.endpoints].filter((table) => present.has(table))
+    await client.query(`SET LOCAL lock_timeout = '${UPGRADE_LOCK_MS}ms'; SET LOCAL statement_timeout = '${UPGRADE_LOCK_MS + 500}ms'`)
+    if (written.length > 0) await client.query(`LOCK TABLE ${written.join(', ')} IN SHARE ROW EXCLUSIVE MODE`)
+    for (const step of POSTGRES_STEPS.slice(from)) await step(context)
   }
-  await client.query('SAVEPOINT record_version')
+  // The fence knows the version recorded: made again with it, in the same transaction.
+  for (const statement of [createFenceFunctionSql(tables.plants), createVersionTableSql(tables.plants), recordVersionSql(tables.plants)]) {
+    await client.query(statement)
+  }
+}
+
+/**
+ * A database the release before versions wrote is at version 1: when the user may not upgrade it
+ * (nor make the version's table), it is served as it is, and a later start tries again.
+ */
+async function upgradeIfAllowed (context: StepContext, from: number) {
+  await context.client.query('SAVEPOINT upgrade')
   try {
-    for (const statement of statements) await client.query(statement)
+    await upgrade(context, from)
   } catch {
-    await client.query('ROLLBACK TO SAVEPOINT record_version')
+    await context.client.query('ROLLBACK TO SAVEPOINT upgrade')
   }
 }

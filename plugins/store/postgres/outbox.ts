@@ -6,6 +6,8 @@ import type {
 } from '../outbox.js'
 import { traced } from '../outbox.js'
 import { announcer, channelOf, listen, notifySql } from './announce.js'
+import { query } from './connection.js'
+import { addTraceContext, addTraceContextSql, FENCE_MARK, fenceFunction, fenceTriggerOn } from './schema-version.js'
 import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
@@ -18,14 +20,19 @@ const PRUNE_BATCH = 250
 const LONGEST_SUFFIX = '_webhook_deliveries'
 export const MAX_WEBHOOK_TABLE_BYTES = 63 - LONGEST_SUFFIX.length
 
+/** The outbox tables' names, beside the plants table and named after it (cut by PostgreSQL when too long). */
+export function outboxNames (plants: TableName) {
+  const named = (suffix: string) => sqlName({ schema: plants.schema, table: `${plants.table}_webhook_${suffix}` })
+  return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints') }
+}
+
 /** The outbox tables, beside the plants table and named after it. */
 export function outboxTables (plants: TableName) {
   if (Buffer.byteLength(plants.table) > MAX_WEBHOOK_TABLE_BYTES) {
     throw new Error(`plant-store: with webhooks, the PostgreSQL table name may have at most ${MAX_WEBHOOK_TABLE_BYTES} bytes ` +
       `(its outbox tables are named after it, and PostgreSQL would cut theirs): "${plants.table}" is longer; choose a shorter postgres.table`)
   }
-  const named = (suffix: string) => sqlName({ schema: plants.schema, table: `${plants.table}_webhook_${suffix}` })
-  return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints') }
+  return outboxNames(plants)
 }
 
 type Tables = ReturnType<typeof outboxTables>
@@ -35,7 +42,7 @@ export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tab
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
     type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL, trace_context text)`,
   // An events table an earlier release made has no trace_context: the same script upgrades it.
-  `ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS trace_context text`,
+  addTraceContextSql(events),
   `CREATE TABLE IF NOT EXISTS ${deliveries} (seq int8 NOT NULL, endpoint text NOT NULL, state text NOT NULL,
     attempts int4 NOT NULL, due_at timestamptz NOT NULL, claim uuid, PRIMARY KEY (seq, endpoint))`,
   `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${plants.table}_webhook_pending`)} ON ${deliveries} (endpoint, due_at) WHERE state = 'pending'`,
@@ -46,6 +53,10 @@ export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tab
   `CREATE TABLE IF NOT EXISTS ${endpoints} (name text PRIMARY KEY, enabled boolean NOT NULL, disabled_reason text,
     disabled_at timestamptz, last_success_at timestamptz, failing_since timestamptz)`
 ]
+
+/** The fence (schema-version.ts) on the outbox tables that plant-store writes: every statement that writes the outbox writes one of them. */
+export const outboxFenceSql = ({ deliveries, endpoints }: Tables, plants: TableName) =>
+  [...fenceTriggerOn(plants, deliveries), ...fenceTriggerOn(plants, endpoints)]
 
 /**
  * Makes the outbox tables when missing, instances starting together taking turns as for the plants
@@ -59,9 +70,14 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
     const names = [tables.events, tables.deliveries, tables.attempts, tables.endpoints]
     const { rows: [{ present }] } = await client.query<{ present: boolean }>(
       'SELECT bool_and(to_regclass(name) IS NOT NULL) AS present FROM unnest($1::text[]) AS t(name)', [names])
-    if (!present) for (const statement of createOutboxSql(tables, plants)) await client.query(statement)
-    else await addTraceContext(client, tables.events)
-    await client.query(`INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
+    if (!present) {
+      // The fence where its function is there (a database the release before versions wrote may be served unfenced).
+      const { rows: [{ fenced }] } = await query<{ fenced: boolean }>(client, 'SELECT to_regproc($1) IS NOT NULL AS fenced', [fenceFunction(plants)])
+      for (const statement of [...createOutboxSql(tables, plants), ...(fenced ? outboxFenceSql(tables, plants) : [])]) await client.query(statement)
+    } else {
+      await addTraceContext(client, tables.events)
+    }
+    await client.query(`${FENCE_MARK}INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
       ON CONFLICT (name) DO NOTHING`, [endpoints])
     await client.query('COMMIT')
   } catch (error) {
@@ -69,21 +85,6 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
     await Promise.allSettled([client.query('ROLLBACK')])
     throw error
   }
-}
-
-/**
- * The trace_context column, added to an events table an earlier release made without it (NULL in
- * its rows: no trace to link to). A role that may not alter the table is told what to run.
- */
-async function addTraceContext (client: pg.PoolClient, events: string): Promise<void> {
-  const { rows: [{ present, owner }] } = await client.query<{ present: boolean, owner: boolean }>(`SELECT EXISTS (SELECT 1 FROM pg_attribute
-    WHERE attrelid = to_regclass($1) AND attname = 'trace_context' AND NOT attisdropped) AS present,
-    pg_has_role((SELECT relowner FROM pg_class WHERE oid = to_regclass($1)), 'USAGE') AS owner`, [events])
-  if (present) return
-  const statement = `ALTER TABLE ${events} ADD COLUMN IF NOT EXISTS trace_context text`
-  // Only the table's owner may alter it.
-  if (!owner) throw new Error(`the webhook events table needs a column this release adds, and this role may not add it: run \`${statement}\` as its owner`)
-  await client.query(statement)
 }
 
 // Bookkeeping needs no fsync of its own: set for its own transaction only, inside the statement,
@@ -101,7 +102,7 @@ const NO_FSYNC = 'nofsync AS (SELECT set_config(\'synchronous_commit\', \'off\',
  * the commit time; $7 the endpoints taking plant.created; $8 the trace contexts, a JSON array too,
  * or NULL for none.
  */
-export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `WITH ins AS (
+export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `${FENCE_MARK}WITH ins AS (
     INSERT INTO ${plants} (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
     ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
   ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context)
@@ -115,7 +116,7 @@ export const insertWithEventsSql = (plants: string, { events, deliveries }: Tabl
   SELECT id FROM ins`
 
 /** A delete that, when it deleted a plant, writes its plant.deleted event in the same statement. */
-export const deleteWithEventSql = (plants: string, { events, deliveries }: Tables) => `WITH del AS (
+export const deleteWithEventSql = (plants: string, { events, deliveries }: Tables) => `${FENCE_MARK}WITH del AS (
     DELETE FROM ${plants} WHERE id = $1 RETURNING id),
   ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context) SELECT $2, 'plant.deleted', $3, $4, $6 FROM del RETURNING seq),
   dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $4
@@ -143,7 +144,7 @@ interface EventRow {
 
 /** The outbox's statements on its tables. */
 function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: Tables) {
-  const claimSql = `WITH ${NO_FSYNC},
+  const claimSql = `${FENCE_MARK}WITH ${NO_FSYNC},
     want AS (SELECT * FROM unnest($1::text[], $2::int4[]) AS w(endpoint, n)),
     due AS (SELECT d.seq, d.endpoint FROM want JOIN ${endpointTable} en ON en.name = want.endpoint AND en.enabled
       CROSS JOIN LATERAL (SELECT seq, endpoint FROM ${deliveries}
@@ -153,7 +154,7 @@ function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: 
     SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload, e.trace_context FROM claimed c JOIN ${events} e ON e.seq = c.seq`
   // The batch as one JSON array of rows (see recordRows): JSON.stringify costs the sender far less
   // than an array literal per column, each element escaped. Times are epoch milliseconds.
-  const recordSql = `WITH ${NO_FSYNC},
+  const recordSql = `${FENCE_MARK}WITH ${NO_FSYNC},
     r AS (SELECT (x->>0)::int8 AS seq, x->>1 AS endpoint, (x->>2)::uuid AS claim, x->>3 AS state,
       'epoch'::timestamptz + (x->>4)::int8 * interval '1 ms' AS due_at, x->>5 AS outcome, (x->>6)::int4 AS status, x->>7 AS error,
       'epoch'::timestamptz + (x->>8)::int8 * interval '1 ms' AS at, (x->>9)::int4 AS duration_ms FROM json_array_elements($1::json) AS x),
@@ -171,7 +172,7 @@ function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: 
     -- The endpoint rows locked in name order: two instances recording at once never wait for each other in a cycle.
     FROM streak s, (SELECT name FROM ${endpointTable} WHERE name IN (SELECT endpoint FROM done) ORDER BY name FOR UPDATE) l
     WHERE e.name = s.endpoint AND l.name = s.endpoint`
-  const releaseSql = `WITH ${NO_FSYNC}
+  const releaseSql = `${FENCE_MARK}WITH ${NO_FSYNC}
     UPDATE ${deliveries} d SET claim = NULL, due_at = $4 FROM unnest($1::int8[], $2::text[], $3::uuid[]) AS r(seq, endpoint, claim), nofsync
     WHERE d.seq = r.seq AND d.endpoint = r.endpoint AND d.claim = r.claim`
   const eventsSql = (where: string) => `SELECT e.seq, e.message_id, e.type, e.payload, e.created_at,
@@ -295,7 +296,7 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async setEnabled (endpoint: string, enabled: boolean, reason?: string) {
-    const { rowCount } = await this.runQuery(`UPDATE ${this.tables.endpoints} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
+    const { rowCount } = await this.runQuery(`${FENCE_MARK}UPDATE ${this.tables.endpoints} SET enabled = $2, disabled_reason = $3, disabled_at = $4,
       failing_since = CASE WHEN $2 THEN NULL ELSE failing_since END WHERE name = $1`,
     [endpoint, enabled, enabled ? null : reason ?? null, enabled ? null : new Date(this.#clock.now())])
     return rowCount === 1
@@ -312,7 +313,7 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async redeliver (seq: bigint, endpoint: string | undefined, attemptsSoFar: number) {
-    const { rowCount } = await this.runQuery(`UPDATE ${this.tables.deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
+    const { rowCount } = await this.runQuery(`${FENCE_MARK}UPDATE ${this.tables.deliveries} SET state = 'pending', attempts = $3, due_at = $4, claim = NULL
       WHERE seq = $1 AND ($2::text IS NULL OR endpoint = $2)`, [seq, endpoint ?? null, attemptsSoFar, new Date(this.#clock.now())])
     return Number(rowCount)
   }
@@ -328,7 +329,7 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async prune (before: Date) {
-    const { rowCount } = await this.runQuery(`WITH doomed AS (SELECT seq FROM ${this.tables.events} e WHERE created_at < $1
+    const { rowCount } = await this.runQuery(`${FENCE_MARK}WITH doomed AS (SELECT seq FROM ${this.tables.events} e WHERE created_at < $1
         AND NOT EXISTS (SELECT 1 FROM ${this.tables.deliveries} d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT $2),
       a AS (DELETE FROM ${this.tables.attempts} WHERE seq IN (SELECT seq FROM doomed)),
       d AS (DELETE FROM ${this.tables.deliveries} WHERE seq IN (SELECT seq FROM doomed))

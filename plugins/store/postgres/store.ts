@@ -6,6 +6,7 @@ import { ignore, poolFor, query, STATEMENT_TIMEOUT_MS, type PoolOptions } from '
 import { answerFor, isSettingError, PostgresFailure } from './failures.js'
 import { checkShape } from './migration.js'
 import { DEFAULT_TABLE, sqlName, type TableName } from './table.js'
+import { FENCE_MARK, versionTable } from './schema-version.js'
 import { CheckedTable } from './checked-table.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
@@ -27,16 +28,17 @@ interface PlantRow { id: bigint, name: string, tag: string | null }
 
 // In ascending id order: batches take their row locks in one order, so that none can wait for
 // another while holding a row the other waits for (a deadlock).
-const insertBatchSql = (table: string) => `INSERT INTO ${table} (id, name, tag)
+const insertBatchSql = (table: string) => `${FENCE_MARK}INSERT INTO ${table} (id, name, tag)
   SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
   ON CONFLICT (id) DO NOTHING RETURNING id`
 // Per table: a named statement is prepared once per connection, under its name.
 const insertBatchName = (table: string) => `plant-store-insert-batch ${table}`
 
 // A read-only database (a standby after a failover) answers reads but refuses every create: it is
-// not ready; nor is a table that cannot be read (locked whole, changed). Its shape is checked after.
-const pingSql = (table: string) => `SELECT current_setting('transaction_read_only') = 'off' AS writable,
-  EXISTS (SELECT id, name, tag FROM ${table}) AS readable`
+// not ready; nor is a table that cannot be read (locked whole, changed), nor a schema a newer
+// release upgraded (its version read, where it is recorded). Its shape is checked after.
+const pingSql = (table: string, version: string | undefined) => `SELECT current_setting('transaction_read_only') = 'off' AS writable,
+  EXISTS (SELECT id, name, tag FROM ${table}) AS readable, ${version === undefined ? 'NULL::int4' : `(SELECT version FROM ${version})`} AS version`
 
 /** What the store holds once webhooks are on: creates and deletes then write their events in the same statement. */
 interface OutboxState {
@@ -217,7 +219,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   delete = async (id: bigint) => {
     const outbox = this.#outbox
     if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
-      const { rowCount } = await this.#table.answered((client) => query(client, `DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
+      const { rowCount } = await this.#table.answered((client) => query(client, `${FENCE_MARK}DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
       return rowCount === 1
     }
     const at = new Date(outbox.clock.now())
@@ -264,9 +266,10 @@ class PostgresStore implements PlantStore, OutboxStore {
 
   ping = async () => {
     this.#table.forgetUnusable()
-    const ping = pingSql(this.#tableSql)
     await this.#table.answered(async (client) => {
-      const { rows: [{ writable }] } = await query<{ writable: boolean }>(client, ping)
+      const ping = pingSql(this.#tableSql, this.#table.versioned ? versionTable(this.#name) : undefined)
+      const { rows: [{ writable, version }] } = await query<{ writable: boolean, version: number | null }>(client, ping)
+      this.#table.assertVersion(version)
       // Thrown inside, so that the read-only session is closed rather than pooled.
       if (!writable) throw new PostgresFailure('write', new Error('the database is read-only'))
       await checkShape(client, this.#name)

@@ -18,6 +18,9 @@ export const createTableSql = (name: TableName) =>
 // The columns the store reads and writes, with the types it binds and reads back; tag must take NULL.
 const COLUMNS: ReadonlyArray<[string, string]> = [['id', 'bigint'], ['name', 'text'], ['tag', 'text']]
 
+/** The name of the store's own trigger (schema-version.ts's fence), the one a table of the store may have. */
+export const FENCE_TRIGGER = 'plant_store_schema_fence'
+
 /** What the catalog says of the table, in one round trip: everything the store relies on. */
 export const TABLE_SHAPE_SQL = `SELECT n.nspname AS schema, c.relkind::text AS kind,
   has_table_privilege(c.oid, 'SELECT') AS can_select,
@@ -33,7 +36,9 @@ export const TABLE_SHAPE_SQL = `SELECT n.nspname AS schema, c.relkind::text AS k
   (SELECT coalesce(json_agg(ic.relname ORDER BY ic.relname), '[]') FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
     WHERE i.indrelid = c.oid AND i.indisunique AND NOT i.indisprimary
     AND NOT EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conindid = i.indexrelid)) AS unique_indexes,
-  (SELECT coalesce(json_agg(t.tgname ORDER BY t.tgname), '[]') FROM pg_trigger t WHERE t.tgrelid = c.oid AND NOT t.tgisinternal) AS triggers,
+  (SELECT coalesce(json_agg(t.tgname ORDER BY t.tgname), '[]') FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+    WHERE t.tgrelid = c.oid AND NOT t.tgisinternal
+    AND NOT (t.tgname = '${FENCE_TRIGGER}' AND p.proname = c.relname || '_schema_fence' AND p.pronamespace = c.relnamespace)) AS triggers,
   (SELECT coalesce(json_agg(r.rulename ORDER BY r.rulename), '[]') FROM pg_rewrite r WHERE r.ev_class = c.oid AND r.rulename <> '_RETURN') AS rules,
   c.relrowsecurity AS row_security,
   (SELECT coalesce(json_agg(p.polname ORDER BY p.polname), '[]') FROM pg_policy p WHERE p.polrelid = c.oid) AS policies
@@ -50,6 +55,7 @@ export interface TableShape {
   constraints: string[]
   /** Unique indexes besides the primary key's and a constraint's (named among the constraints). */
   unique_indexes: string[]
+  /** Triggers but the store's own fence. */
   triggers: string[]
   rules: string[]
   row_security: boolean

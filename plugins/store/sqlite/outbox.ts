@@ -6,7 +6,8 @@ import {
   type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
-// Created when webhooks are first configured: without them, nothing of this exists.
+// Created when webhooks are first configured, at the schema's current version (schema-version.ts's
+// steps bring older ones to it): without them, nothing of this exists.
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS webhook_events (
   seq INTEGER PRIMARY KEY AUTOINCREMENT, message_id TEXT NOT NULL, type TEXT NOT NULL, payload TEXT NOT NULL, created_at INTEGER NOT NULL,
@@ -46,6 +47,8 @@ export interface SqliteRunner {
   /** A durable write (the store's own). */
   write<R> (operation: () => R): Promise<R>
   read<R> (operation: () => R): Promise<R>
+  /** Inside a write transaction, first: throws when the file's schema is not this release's (a newer one upgraded it). */
+  assertVersion (): void
 }
 
 /** The INSERT of `count` events, prepared once per count as a group commit first needs it. */
@@ -150,7 +153,10 @@ class SqliteOutbox implements WebhookOutbox {
     return this.#runner.write(() => {
       this.#s.syncNormal.run()
       try {
-        return this.#transaction(work) as R
+        return this.#transaction(() => {
+          this.#runner.assertVersion()
+          return work()
+        }) as R
       } finally {
         this.#s.syncFull.run()
       }
@@ -243,15 +249,6 @@ class SqliteOutbox implements WebhookOutbox {
 }
 
 /**
- * The trace_context column, added to an events table an earlier release made without it: NULL in
- * its rows (no trace to link to), and read as such by that release too, which names its columns.
- */
-function addTraceContext (db: Database.Database): void {
-  const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'webhook_events\')').all()
-  if (!columns.some(({ name }) => name === 'trace_context')) db.exec('ALTER TABLE webhook_events ADD COLUMN trace_context TEXT')
-}
-
-/**
  * The SQLite store's outbox. The store calls `created` and `deleted` inside the transaction that
  * writes the plant, so both share one commit and one fsync. Bookkeeping (claims, results) runs
  * with synchronous=NORMAL: its commits are not fsynced, but the next plant commit (FULL) syncs the
@@ -261,8 +258,8 @@ function addTraceContext (db: Database.Database): void {
  */
 export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, options: OutboxOptions) {
   const { endpoints, payloads } = options
+  runner.assertVersion()
   db.exec(SCHEMA)
-  addTraceContext(db)
   const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
   db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
   const statements = prepareOutboxStatements(db)

@@ -1,12 +1,52 @@
 import type Database from 'better-sqlite3'
-import { newerSchema } from '../schema-version.js'
+import { newerSchema, oddSchema, versionKind } from '../schema-version.js'
+
+/** Whether the file holds `table`. */
+const hasTable = (db: Database.Database, table: string) =>
+  db.prepare<[string]>('SELECT 1 FROM sqlite_master WHERE type = \'table\' AND name = ?').get(table) !== undefined
 
 /**
- * The schema version a file holds (PRAGMA user_version: the count of migrations applied), refused
- * when it is newer than this release knows.
+ * The schema's steps, in order: step n takes a file from version n - 1 to n, and PRAGMA
+ * user_version counts the steps applied. Every change to the schema is a new step at the end (a
+ * test compares a fresh file's schema with the one recorded for its version). A step that a file of
+ * the version before may or may not need (version 1 was written both with and without the
+ * trace_context column) checks first. The outbox tables are made when webhooks are first
+ * configured, at the current version (outbox.ts): a step changes them only where they exist.
  */
-export function checkedSchemaVersion (db: Database.Database, known: number): number {
-  const version = Number(db.pragma('user_version', { simple: true }))
-  if (version > known) throw new Error(newerSchema(version, known))
-  return version
+export const SQLITE_STEPS: ReadonlyArray<(db: Database.Database) => void> = [
+  // 1: the plants table.
+  (db) => db.exec('CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT) STRICT'),
+  // 2: each event keeps the trace context of its create or delete (NULL in the rows before it: no trace to link to).
+  (db) => {
+    if (!hasTable(db, 'webhook_events')) return
+    const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'webhook_events\')').all()
+    if (!columns.some(({ name }) => name === 'trace_context')) db.exec('ALTER TABLE webhook_events ADD COLUMN trace_context TEXT')
+  }
+]
+
+/** The schema version this release writes: its last step's. */
+export const SQLITE_SCHEMA_VERSION = SQLITE_STEPS.length
+
+/** The version the file holds: the count of steps applied. */
+export const storedVersion = (db: Database.Database) => Number(db.pragma('user_version', { simple: true }))
+
+/** Why a file's version cannot be served by this release (newer, or no release's), or undefined. */
+export function versionRefusal (version: number): string | undefined {
+  const kind = versionKind(version, SQLITE_SCHEMA_VERSION)
+  if (kind === 'newer') return newerSchema(version, SQLITE_SCHEMA_VERSION)
+  if (kind === 'odd') return oddSchema(String(version), SQLITE_SCHEMA_VERSION, 'set PRAGMA user_version')
+  return undefined
+}
+
+/** Brings the file to this release's version, a transaction per step; refuses a version it cannot serve. */
+export function migrate (db: Database.Database) {
+  const version = storedVersion(db)
+  const refusal = versionRefusal(version)
+  if (refusal !== undefined) throw new Error(refusal)
+  for (let next = version; next < SQLITE_SCHEMA_VERSION; next++) {
+    db.transaction(() => {
+      SQLITE_STEPS[next](db)
+      db.pragma(`user_version = ${next + 1}`)
+    })()
+  }
 }

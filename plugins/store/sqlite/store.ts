@@ -11,13 +11,9 @@ import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
 import { pathNow } from './moved.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
-import { checkedSchemaVersion } from './schema-version.js'
+import { migrate, SQLITE_SCHEMA_VERSION } from './schema-version.js'
+import { refusalWhileRunning, SchemaWatch } from '../schema-version.js'
 import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
-
-// Each entry takes the schema from the previous version to the next; PRAGMA user_version counts them.
-const MIGRATIONS = [
-  'CREATE TABLE plants (id INTEGER PRIMARY KEY, name TEXT NOT NULL, tag TEXT) STRICT'
-]
 
 // The file cannot be written or reached for now (locked, read-only, disk full, I/O error): the
 // client may retry later. Anything else, such as a corrupt file, is a 500.
@@ -66,16 +62,6 @@ export function catchUpCheckpoint (db: Database.Database): number {
 }
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
-
-function migrate (db: Database.Database) {
-  const version = checkedSchemaVersion(db, MIGRATIONS.length)
-  for (let next = version; next < MIGRATIONS.length; next++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[next])
-      db.pragma(`user_version = ${next + 1}`)
-    })()
-  }
-}
 
 /**
  * The database's folder must be there: a missing one is taken for a mistyped path, which would
@@ -162,6 +148,8 @@ function prepareStatements (db: Database.Database) {
     firstPage: db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?'),
     nextPage: db.prepare<[bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
     remove: db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?'),
+    // Read in each write transaction: a newer release's upgrade, committed before it, is seen.
+    version: db.prepare<[], unknown>('PRAGMA user_version').pluck(),
     // Readiness is whether a create could write: a write lock taken and given back at once. A -shm
     // or a database file that cannot be written answers reads but refuses this.
     begin: db.prepare('BEGIN IMMEDIATE'),
@@ -309,9 +297,13 @@ class SqliteStore implements PlantStore, OutboxStore {
   readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
   readonly #removeWithEvent: (id: bigint, at: number, traceContext: string | undefined) => { deleted: boolean, event: boolean }
   readonly #busyWaitMs: number
+  readonly #schema: SchemaWatch
+  readonly #file: string
 
   constructor (file: string, { log = noLog, bookkeeping = false, clock = systemClock }: SqliteStoreOptions) {
     const db = this.#db = openDatabase(file)
+    this.#file = file
+    this.#schema = new SchemaWatch(log)
     // Its commits are claims and results, not plants: in WAL they skip the fsync (they survive a
     // crash of the process, not of the machine, where a lost mark only sends again), so that it
     // holds the write lock a create waits for only microseconds. It checkpoints the log too.
@@ -320,6 +312,7 @@ class SqliteStore implements PlantStore, OutboxStore {
     const statements = this.#statements = prepareStatements(db)
     this.#files = new OpenedFiles(file, db, log, bookkeeping, clock)
     this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
+      this.#assertVersion()
       const inserted: PendingCreate[] = []
       const failures = batch.map((create) => {
         const { plant } = create
@@ -338,13 +331,25 @@ class SqliteStore implements PlantStore, OutboxStore {
       return failures
     })
     this.#removeWithEvent = db.transaction((id: bigint, at: number, traceContext: string | undefined) => {
+      this.#assertVersion()
       const deleted = statements.remove.run(id).changes > 0
       return { deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
     })
   }
 
+  /**
+   * Inside a transaction, before it writes: throws once the file's version is not this release's
+   * (a newer release upgraded it meanwhile), and from then on every operation does.
+   */
+  readonly #assertVersion = () => {
+    const version = Number(this.#statements.version.get())
+    const refusal = refusalWhileRunning(`the SQLite database ${this.#file}`, version, SQLITE_SCHEMA_VERSION, 'set PRAGMA user_version')
+    if (refusal !== undefined) throw this.#schema.found(refusal)
+  }
+
   readonly #read = async <R>(operation: () => R): Promise<R> => {
     try {
+      this.#schema.assertKnown()
       if (this.#files.lost) this.#files.assertKept()
       return await retriedWhileBusy(operation, this.#busyWaitMs)
     } catch (error) {
@@ -355,6 +360,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   /** Resolves once the write is committed to the file that is still at the path. */
   readonly #write = async <R>(operation: () => R): Promise<R> => {
     try {
+      this.#schema.assertKnown()
       // Before: the -wal and -shm at the path may now be another file's. After: it may have gone meanwhile.
       this.#files.assertKept()
       const result = await retriedWhileBusy(operation, this.#busyWaitMs)
@@ -403,7 +409,7 @@ class SqliteStore implements PlantStore, OutboxStore {
   }
 
   openOutbox = async (options: OutboxOptions) => {
-    this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read }, options))
+    this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read, assertVersion: this.#assertVersion }, options))
     this.#committed = options.committed ?? this.#committed
     this.#traceContext = options.traceContext ?? this.#traceContext
     this.#eventClock = options.clock ?? systemClock
@@ -415,7 +421,11 @@ class SqliteStore implements PlantStore, OutboxStore {
   ping = () => this.#read(() => {
     this.#files.assertKept()
     this.#statements.begin.run()
-    this.#statements.rollback.run()
+    try {
+      this.#assertVersion()
+    } finally {
+      this.#statements.rollback.run()
+    }
   })
 
   close = async () => {
