@@ -12,10 +12,16 @@ import { connect, freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres
 
 const pgSkip = await postgresSkip()
 
-/** Resolves once a session of the service waits on a lock (`query` is the start of its SQL). */
+/**
+ * Resolves once a session waits on a lock running `query` (the start of its SQL, after the schema
+ * mark the store's statements open with).
+ */
 async function waiting (url: string, query: string) {
-  for (;;) {
-    const rows = await sqlOn(url, 'SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND query LIKE $1', [`${query}%`])
+  // 20 ms apart, for 30 s at most: a statement that never waits fails the test, not tap's timeout.
+  for (let tries = 0; ; tries++) {
+    if (tries === 1500) throw new Error(`no session waited on a lock running ${query}`)
+    const rows = await sqlOn(url, 'SELECT 1 FROM pg_stat_activity WHERE wait_event_type = \'Lock\' AND ' +
+      'regexp_replace(query, \'^/[*] plant-store schema [0-9]+ [*]/\\s*\', \'\') LIKE $1', [`${query}%`])
     if (rows.length > 0) return
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
