@@ -53,7 +53,7 @@ const tree = dirname(dirname(dirname(entry)))
 const deliveryThread = join(tree, 'plugins', 'webhooks', 'thread', `thread-entry${extname(entry)}`)
 const tracedDeliveryThread = join(dirname(entry), `traced-delivery-thread${extname(entry)}`)
 
-await build({
+const { metafile } = await build({
   entryPoints: { server: entry, 'webhook-delivery': deliveryThread, 'webhook-delivery-traced': tracedDeliveryThread },
   outdir,
   outExtension: { '.js': '.mjs' },
@@ -71,5 +71,35 @@ await build({
   // The bundled CommonJS modules require() Node's built-ins, which an ES module lacks. Aliased: a
   // bundled module may import createRequire under its own name.
   banner: { js: "import { createRequire as bundleCreateRequire } from 'node:module'; const require = bundleCreateRequire(import.meta.url);" },
-  logLevel: 'warning'
+  logLevel: 'warning',
+  metafile: true
 })
+
+/**
+ * The packages each entry loads before any line of it runs: its file's static imports and those of
+ * the chunks it statically imports, transitively. A driver or a tracing package there would load
+ * at every start, whatever the store or OTEL_* say (one static export through a face is enough),
+ * and the runtime folder without it would not start at all: refused here, at every build.
+ */
+function loadedAtStart (output) {
+  const files = [output]
+  const packages = new Set()
+  for (const file of files) {
+    for (const { path, kind, external } of metafile.outputs[file].imports) {
+      if (kind !== 'import-statement') continue
+      if (external) packages.add(path)
+      else if (!files.includes(path)) files.push(path)
+    }
+  }
+  return packages
+}
+// The traced delivery thread starts only with tracing on: it may load tracing at once, never a driver.
+const drivers = Object.values(DRIVERS)
+const mustWait = { server: [...drivers, ...TRACING], 'webhook-delivery': [...drivers, ...TRACING], 'webhook-delivery-traced': drivers }
+for (const [entry, packages] of Object.entries(mustWait)) {
+  const output = join(outdir, `${entry}.mjs`)
+  const early = [...loadedAtStart(output)].filter((name) => packages.includes(name))
+  if (early.length > 0) {
+    throw new Error(`${output} imports ${early.join(', ')} statically: keep each behind its dynamic import`)
+  }
+}

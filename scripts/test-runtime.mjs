@@ -18,6 +18,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import protobuf from 'protobufjs'
 import { isBuildCurrent, ROOT } from './build-stamp.mjs'
 
 const MAX_MEGABYTES = 60
@@ -123,15 +124,29 @@ async function exercise (dir, databaseUrl, extraEnv = {}) {
   return hook
 }
 
-/** An OTLP/HTTP collector on 127.0.0.1: the names of the spans POSTed to it (JSON). */
+/**
+ * The span names of an OTLP trace export request (opentelemetry-proto collector/trace/v1), decoded
+ * by protobufjs: the runtime folder sends http/protobuf, the OTLP default operators get.
+ */
+const ExportRequest = protobuf.Root.fromJSON({
+  nested: {
+    Span: { fields: { name: { type: 'string', id: 5 } } },
+    ScopeSpans: { fields: { spans: { rule: 'repeated', type: 'Span', id: 2 } } },
+    ResourceSpans: { fields: { scopeSpans: { rule: 'repeated', type: 'ScopeSpans', id: 2 } } },
+    ExportTraceServiceRequest: { fields: { resourceSpans: { rule: 'repeated', type: 'ResourceSpans', id: 1 } } }
+  }
+}).lookupType('ExportTraceServiceRequest')
+
+/** An OTLP/HTTP collector on 127.0.0.1: the names of the spans POSTed to it (protobuf). */
 async function collector () {
   const names = []
   const server = createServer((request, response) => {
-    let body = ''
-    request.on('data', (chunk) => { body += chunk })
+    const chunks = []
+    request.on('data', (chunk) => chunks.push(chunk))
     request.on('end', () => {
-      for (const { scopeSpans } of JSON.parse(body).resourceSpans) for (const { spans } of scopeSpans) names.push(...spans.map(({ name }) => name))
-      response.end('{}')
+      const { resourceSpans } = ExportRequest.toObject(ExportRequest.decode(Buffer.concat(chunks)), { arrays: true })
+      for (const { scopeSpans } of resourceSpans) for (const { spans } of scopeSpans) names.push(...spans.map(({ name }) => name))
+      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
     })
   })
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))

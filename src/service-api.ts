@@ -12,9 +12,6 @@ export { hasVerifiedToken } from '../plugins/auth/verified-token.js'
 export { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/http/limit-options.js'
 export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../plugins/store/index.js'
 export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
-export { createTableSql, DEFAULT_TABLE, type TableName } from '../plugins/store/postgres/table.js'
-export { createOutboxSql, outboxFenceSql, outboxTables } from '../plugins/store/postgres/outbox.js'
-export { createVersionTableSql, plantsFenceSql, recordVersionSql } from '../plugins/store/postgres/schema-version.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
 export {
   DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,

@@ -1,6 +1,6 @@
 import {
   createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxFenceSql, outboxTables, plantsFenceSql, recordVersionSql, type TableName
-} from '../../src/service-api.js'
+} from '../../src/postgres-schema.js'
 
 /**
  * Every statement the store runs to make its tables at the current schema version (the plants, its
