@@ -4,7 +4,7 @@
 // entry elsewhere (the tests bundle service/entry-points/server.ts).
 import { rmSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { dirname, extname, join } from 'node:path'
+import { dirname, extname, join, relative, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { build } from 'esbuild'
 import { DRIVERS, TRACING, UNBUNDLED } from './runtime-packages.mjs'
@@ -97,7 +97,8 @@ function loadedAtStart (output) {
 const drivers = Object.values(DRIVERS)
 const mustWait = { server: [...drivers, ...TRACING], 'webhook-delivery': [...drivers, ...TRACING], 'webhook-delivery-traced': drivers }
 for (const [entry, packages] of Object.entries(mustWait)) {
-  const output = join(outdir, `${entry}.mjs`)
+  // The metafile names outputs relative to the working directory.
+  const output = relative(process.cwd(), resolve(outdir, `${entry}.mjs`))
   const early = [...loadedAtStart(output)].filter((name) => packages.includes(name))
   if (early.length > 0) {
     throw new Error(`${output} imports ${early.join(', ')} statically: keep each behind its dynamic import`)

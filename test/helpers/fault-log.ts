@@ -7,7 +7,8 @@ import type { LogLine, SpawnedServer } from './server-process.js'
 export const failureLines = (logs: LogLine[]) => logs.filter(({ msg }) => msg?.startsWith('request failed') === true)
 
 /** The log lines about the store's readiness (they say what /readyz answers). */
-export const readinessLines = (logs: LogLine[]) => logs.filter(({ msg }) => msg?.includes('/readyz') === true)
+export const isReadinessLine = ({ msg }: LogLine) => msg?.includes('/readyz') === true
+export const readinessLines = (logs: LogLine[]) => logs.filter(isReadinessLine)
 
 /** How many failed requests the failure lines account for: a line each, a summary the repeats it counts. */
 export const accountedFor = (lines: LogLine[]) => lines.reduce((sum, { repeated }) => sum + Number(repeated ?? 1), 0)

@@ -18,6 +18,8 @@ export const NODE_ARGS = process.execArgv.filter((arg) => !arg.includes('/@tapjs
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
 // How long a server still running at teardown has to stop on SIGTERM before it is killed.
 const TEARDOWN_GRACE = 3000
+// How long a log line may take to arrive after what caused it, on a loaded machine.
+const LOG_LINE_MARGIN = 10_000
 
 // Every variable the service reads: none of them may leak in from the environment of the test run.
 const SERVICE_VARIABLES = Object.keys(ConfigSchema.properties)
@@ -45,6 +47,12 @@ export interface SpawnedServer {
   logs (): LogLine[]
   /** Resolves with the first log line (past or future) that matches; rejects on exit or timeout. */
   waitForLog (match: (line: LogLine) => boolean, timeout?: number): Promise<LogLine>
+  /**
+   * The log lines that match, once at least one has arrived (or `timeout` ms passed, or the server
+   * exited): a line is written after the answer that caused it, and reaches this process later still.
+   */
+  logged (match: (line: LogLine) => boolean, timeout?: number): Promise<LogLine[]>
+  /** Resolves once the process has exited and its stdout and stderr are read to their end. */
   exited: Promise<Exit>
 }
 
@@ -112,7 +120,8 @@ export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options:
   const waiters = new Set<(line: LogLine) => void>()
 
   const exited = new Promise<Exit>((resolve) => {
-    child.once('exit', (code, signal) => resolve({ code, signal }))
+    // 'close', not 'exit': by then every line the process wrote has been read.
+    child.once('close', (code, signal) => resolve({ code, signal }))
   })
   // A spawn failure is reported through 'error'; without a listener it would crash the test run.
   child.once('error', (error) => { err += `spawn failed: ${error.message}\n` })
@@ -166,7 +175,12 @@ export function spawnServer (t: Teardown, overrides: EnvOverrides = {}, options:
     })
   }
 
-  return { child, stdout: () => out, stderr: () => err, logs: () => [...lines], waitForLog, exited }
+  async function logged (match: (line: LogLine) => boolean, timeout = LOG_LINE_MARGIN): Promise<LogLine[]> {
+    await waitForLog(match, timeout).catch(() => undefined)
+    return lines.filter(match)
+  }
+
+  return { child, stdout: () => out, stderr: () => err, logs: () => [...lines], waitForLog, logged, exited }
 }
 
 const LISTENING = /^Server listening at (http:\/\/127\.0\.0\.1:(\d+))$/

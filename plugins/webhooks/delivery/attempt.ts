@@ -73,7 +73,9 @@ class Attempt implements Dispatcher.DispatchHandler {
   constructor (private readonly resolve: (result: AttemptResult) => void, timeout: number, private readonly clock: Clock) {
     this.start = clock.now()
     this.deadline = this.start + timeout
-    this.cancelTimer = clock.schedule(() => this.cut(timedOut()), timeout)
+    // The timer runs before the loop reads its sockets: an answer that came while this thread was
+    // stalled past the deadline is read first (one turn later), and is the receiver's answer in time.
+    this.cancelTimer = clock.schedule(() => setImmediate(() => this.cut(timedOut())), timeout)
   }
 
   private settle (result: Outcome): void {

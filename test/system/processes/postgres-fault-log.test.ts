@@ -5,7 +5,7 @@
 import { once } from 'node:events'
 import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
-import { assertFaultsSummarised, readinessLines } from '../../helpers/fault-log.js'
+import { assertFaultsSummarised, isReadinessLine, readinessLines } from '../../helpers/fault-log.js'
 import { plantBody, send } from '../../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../../helpers/postgres.js'
 import { startServer } from '../../helpers/server-process.js'
@@ -53,7 +53,7 @@ t.test('a real PostgreSQL cut off, then back: a warning, a line a second, then o
 
   proxy.down()
   for (let probe = 0; probe < PROBES; probe++) t.equal((await request('GET', '/readyz')).status, 503, `/readyz ${probe + 1} answers 503`)
-  t.match(readinessLines(server.logs()), [{ level: 40, reason: String }], `one warning for ${PROBES} probes while down`)
+  t.match(await server.logged(isReadinessLine), [{ level: 40, reason: String }], `one warning for ${PROBES} probes while down`)
   await assertFaultsSummarised(t, server, FLOOD_MS, (id) => request('POST', '/plants', plantBody(String(id + 2), 'fern')))
 
   proxy.up()
@@ -61,6 +61,7 @@ t.test('a real PostgreSQL cut off, then back: a warning, a line a second, then o
   for (let tries = 0; tries < 100 && ready !== 200; tries++) ready = (await request('GET', '/readyz')).status
   for (let probe = 0; probe < PROBES; probe++) await request('GET', '/readyz')
   t.equal(ready, 200, 'ready again once PostgreSQL is back')
+  await server.logged((line) => isReadinessLine(line) && line.level === 30)
   t.match(readinessLines(server.logs()), [{ level: 40 }, { level: 30 }], 'then one line (info) when ready again')
   t.ok(noStack(readinessLines(server.logs())), 'no stack')
 })

@@ -48,6 +48,7 @@ t.test('creates failing for a lock another process holds: a line a second in the
   const server = await startServer(t, { DATABASE_URL: `sqlite:${file}`, API_TOKENS: TOKEN })
   const lock = await holdWriteLock(t, file)
   await assertFaultsSummarised(t, server, 3000, (id) => send(server.url, TOKEN, 'POST', '/plants', plantBody(String(id + 1), 'rose')))
-  t.match(server.logs().find(({ msg }) => msg === 'request failed'), { reason: /SQLITE_BUSY|locked/i }, 'the line says why')
+  const [failed] = await server.logged(({ msg }) => msg === 'request failed')
+  t.match(failed, { reason: /SQLITE_BUSY|locked/i }, 'the line says why')
   await lock.release()
 })

@@ -74,7 +74,7 @@ t.test('SQLite on a full disk: 503, no crash, and creates again once there is sp
   t.equal((await request('GET', '/healthz')).status, 200, '/healthz 200')
   const read = await request('GET', '/plants/1')
   t.strictSame([read.status, read.text], [200, '{"name":"before"}'], 'reads still work on a full disk')
-  const failed = server.logs().filter(({ level, msg }) => level === 40 && msg === 'request failed')
+  const failed = await server.logged(({ level, msg, reason }) => level === 40 && msg === 'request failed' && /SQLITE_FULL|disk/i.test(String(reason)))
   t.comment(`logged at level 40 (warn): ${JSON.stringify(failed.map(({ reason }) => reason))}`)
   t.ok(failed.some(({ reason }) => /SQLITE_FULL|disk/i.test(String(reason))),
     'a warning "request failed" was logged, naming the full disk', { found: failed })

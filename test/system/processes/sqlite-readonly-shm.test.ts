@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process'
 import { chmodSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { assertFaultsSummarised, readinessLines } from '../../helpers/fault-log.js'
+import { assertFaultsSummarised, isReadinessLine, readinessLines } from '../../helpers/fault-log.js'
 import { isStoreUnavailable, plantBody, send } from '../../helpers/load.js'
 import { exitWithin, startServer } from '../../helpers/server-process.js'
 
@@ -48,7 +48,8 @@ t.test('a read-only -shm at start: /readyz and every create answer 503', async (
     t.ok(isStoreUnavailable(ready), '/readyz answers 503, as creates do', { found: ready })
     t.equal((await send(server.url, TOKEN, 'GET', '/plants/1')).status, 200, 'reads still answer')
     // The log: a warning at start, none per probe; the creates' failures summed up, without stacks.
-    t.match(readinessLines(server.logs()), [{ level: 40, reason: /readonly|read-only/i }], 'one warning that the store does not answer, and why')
+    t.match(await server.logged(isReadinessLine), [{ level: 40, reason: /readonly|read-only/i }],
+      'one warning that the store does not answer, and why')
     for (let probe = 0; probe < 10; probe++) await send(server.url, TOKEN, 'GET', '/readyz')
     t.equal(readinessLines(server.logs()).length, 1, 'no more for 10 probes')
     await assertFaultsSummarised(t, server, 2000, (id) => send(server.url, TOKEN, 'POST', '/plants', plantBody(String(id + 3), 'after')))

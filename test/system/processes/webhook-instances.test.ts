@@ -28,7 +28,9 @@ for (const instances of [2, 3]) {
   t.test(`${instances} instances on one PostgreSQL database: M creates give M events and M deliveries, each once`, { skip: pgSkip }, async (t) => {
     const url = await freshDatabase(t)
     const receiver = await slowReceiver(t, 5)
-    const env = webhookEnv(url, receiver.url, receiver.secret)
+    // A timeout waits a minute before its retry: on a loaded machine the receiver here (this test's
+    // own process) may take over a second to answer, and this test is about each event once, not timeouts.
+    const env = { ...webhookEnv(url, receiver.url, receiver.secret), WEBHOOK_TIMEOUT: '5s' }
     const servers = await Promise.all(Array.from({ length: instances }, async () => deliveryThreadUp(await startServer(t, env))))
     const acknowledged = await createAcross(servers, 300)
     t.equal(acknowledged.length, 300, '300 creates acknowledged')
@@ -56,7 +58,8 @@ t.test('one of three instances killed with -9 mid-run: every event still arrives
   const acknowledged = (await Promise.all(servers.map((server, index) => createUntil(server, () => ++next, index === 0 ? killed : stop, 4)))).flat()
   const killedAt = Date.now()
   t.same(await exitWithin(servers[0], 10_000), { code: null, signal: 'SIGKILL' })
-  const arrived = await eventually(() => acknowledged.every((id) => receiver.ids().includes(id)), LEASE_MS + 5000)
+  // The margin past the lease: the survivors' delivery threads share 2 loaded cores with this test's creates.
+  const arrived = await eventually(() => acknowledged.every((id) => receiver.ids().includes(id)), LEASE_MS + 8000)
   t.ok(arrived, `all ${acknowledged.length} acknowledged events arrived, ${Date.now() - killedAt} ms after the kill (lease ${LEASE_MS} ms)`)
   const stored = await storedIds(servers[1])
   t.same(receiver.ids().filter((id) => !stored.has(id)), [], 'only stored plants were announced')
