@@ -53,8 +53,9 @@ const tree = dirname(dirname(dirname(entry)))
 const deliveryThread = join(tree, 'plugins', 'webhooks', 'thread', `thread-entry${extname(entry)}`)
 const tracedDeliveryThread = join(dirname(entry), `traced-delivery-thread${extname(entry)}`)
 
+const entryPoints = { server: entry, 'webhook-delivery': deliveryThread, 'webhook-delivery-traced': tracedDeliveryThread }
 const { metafile } = await build({
-  entryPoints: { server: entry, 'webhook-delivery': deliveryThread, 'webhook-delivery-traced': tracedDeliveryThread },
+  entryPoints,
   outdir,
   outExtension: { '.js': '.mjs' },
   // Each store driver stays behind its dynamic import, in a chunk of its own: a bundle in one
@@ -93,13 +94,13 @@ function loadedAtStart (output) {
   }
   return packages
 }
-// The traced delivery thread starts only with tracing on: it may load tracing at once, never a driver.
+// Every entry is checked; the traced delivery thread starts only with tracing on: it may load tracing at once, never a driver.
 const drivers = Object.values(DRIVERS)
-const mustWait = { server: [...drivers, ...TRACING], 'webhook-delivery': [...drivers, ...TRACING], 'webhook-delivery-traced': drivers }
-for (const [entry, packages] of Object.entries(mustWait)) {
+for (const name of Object.keys(entryPoints)) {
+  const packages = name === 'webhook-delivery-traced' ? drivers : [...drivers, ...TRACING]
   // The metafile names outputs relative to the working directory.
-  const output = relative(process.cwd(), resolve(outdir, `${entry}.mjs`))
-  const early = [...loadedAtStart(output)].filter((name) => packages.includes(name))
+  const output = relative(process.cwd(), resolve(outdir, `${name}.mjs`))
+  const early = [...loadedAtStart(output)].filter((imported) => packages.includes(imported))
   if (early.length > 0) {
     throw new Error(`${output} imports ${early.join(', ')} statically: keep each behind its dynamic import`)
   }
