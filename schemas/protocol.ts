@@ -18,7 +18,8 @@ export const PLANT_NOT_FOUND_MESSAGE = 'No plant has this id'
 /** The webhook event types: the one list the settings, the stores' outboxes and the payloads use. */
 export const PLANT_CREATED = 'plant.created'
 export const PLANT_DELETED = 'plant.deleted'
-export const WEBHOOK_EVENT_TYPES = [PLANT_CREATED, PLANT_DELETED] as const
+export const PLANT_UPDATED = 'plant.updated'
+export const WEBHOOK_EVENT_TYPES = [PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED] as const
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number]
 
 /** The int64 range of plant ids. */

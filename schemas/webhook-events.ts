@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox'
 import { plantSchemas } from './plant.js'
 import { DEFAULT_MAX_TEXT_LENGTH, Int64 } from './primitives.js'
-import { PLANT_CREATED, PLANT_DELETED } from './protocol.js'
+import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from './protocol.js'
 
-export { PLANT_CREATED, PLANT_DELETED }
+export { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED }
 
 const EXAMPLE_TIME = '2026-11-24T00:20:00.123Z'
 
@@ -36,10 +36,18 @@ export function webhookEventSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
     timestamp: EventTime('the plant was deleted'),
     id: Int64('Identification number of the deleted plant (it may be created again afterwards)', 1)
   }, { title: 'PlantDeletedEvent', description: 'A plant was deleted' })
-  return { PlantCreatedEvent, PlantDeletedEvent }
+  const PlantUpdatedEvent = Type.Object({
+    type: EventType(PLANT_UPDATED),
+    timestamp: EventTime('the plant was updated'),
+    ...NewPlant.properties
+  }, { title: 'PlantUpdatedEvent', description: 'A plant was updated (PUT): the plant as stored now, with its id' })
+  return { PlantCreatedEvent, PlantDeletedEvent, PlantUpdatedEvent }
 }
 
-export const { PlantCreatedEvent: PlantCreatedEventSchema, PlantDeletedEvent: PlantDeletedEventSchema } = webhookEventSchemas()
+export const {
+  PlantCreatedEvent: PlantCreatedEventSchema, PlantDeletedEvent: PlantDeletedEventSchema, PlantUpdatedEvent: PlantUpdatedEventSchema
+} = webhookEventSchemas()
 
 export type PlantCreatedEvent = Static<typeof PlantCreatedEventSchema>
 export type PlantDeletedEvent = Static<typeof PlantDeletedEventSchema>
+export type PlantUpdatedEvent = Static<typeof PlantUpdatedEventSchema>

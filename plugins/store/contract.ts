@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import { PlantExistsError, StoreUnavailableError } from '../http/errors.js'
+import { revisionOf } from './revision.js'
 import type { PlantStore } from './types.js'
 
 /** A store that can be made unavailable (its database down, its file locked…) and back. */
@@ -110,6 +111,98 @@ function listAndDeleteCases (withStore: WithStore) {
   })
 }
 
+type Revising = PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>>
+
+/** The cases of a store with update and listTagged (the memory, SQLite and PostgreSQL stores); a store without them skips them. */
+const withRevisions = (withStore: WithStore): WithStore => (name, run) => withStore(name, async (store) => {
+  if (typeof store.update === 'function' && typeof store.listTagged === 'function') await run(store)
+})
+
+function updateCases (withStore: WithStore) {
+  withStore('update replaces the name and tag, with a new revision that get then gives', async (raw) => {
+    const store = raw as Revising
+    const created = await store.create({ id: 1n, name: 'fern', tag: 'green' })
+    const first = revisionOf(created)
+    assert.match(first ?? '', /^[0-9]+$/, 'create gives a revision')
+    assert.equal(revisionOf((await store.get(1n))!), first, 'get gives the same')
+    const updated = await store.update(1n, { name: 'big fern' })
+    assert.deepEqual(updated, { name: 'big fern' }, 'the tag is gone: the plant is replaced, not merged')
+    const second = revisionOf(updated as object as { name: string })
+    assert.ok(second !== undefined && second !== first, 'a new revision')
+    const read = (await store.get(1n))!
+    assert.deepEqual(Object.keys(read), ['name'])
+    assert.equal(revisionOf(read), second)
+    assert.deepEqual(await store.update(1n, { name: '', tag: '' }), { name: '', tag: '' }, 'empty text is kept')
+  })
+
+  withStore('update of a missing id resolves not-found and stores nothing', async (raw) => {
+    const store = raw as Revising
+    assert.equal(await store.update(2n, { name: 'ghost' }), 'not-found')
+    assert.equal(await store.update(2n, { name: 'ghost' }, { ifRevision: ['1'] }), 'not-found', 'with a precondition too')
+    assert.equal(await store.get(2n), undefined)
+    assert.deepEqual(await ids(store), [])
+  })
+
+  withStore('a precondition: only the revisions it names are written over; otherwise nothing changes', async (raw) => {
+    const store = raw as Revising
+    const first = revisionOf(await store.create({ id: 3n, name: 'a', tag: 't' }))!
+    const second = revisionOf(await store.update(3n, { name: 'b' }, { ifRevision: [first] }) as { name: string })!
+    assert.equal(await store.update(3n, { name: 'stale' }, { ifRevision: [first] }), 'precondition-failed')
+    assert.equal(await store.update(3n, { name: 'none' }, { ifRevision: [] }), 'precondition-failed', 'an empty list matches nothing')
+    assert.equal(await store.update(3n, { name: 'text' }, { ifRevision: ['x"y'] }), 'precondition-failed', 'a revision that is not one')
+    assert.deepEqual(await store.get(3n), { name: 'b' }, 'unchanged')
+    assert.deepEqual(await store.update(3n, { name: 'c' }, { ifRevision: [first, second] }), { name: 'c' }, 'any of a list')
+    assert.equal(await store.delete(3n, { ifRevision: [second] }), 'precondition-failed', 'a delete too')
+    assert.deepEqual(await store.get(3n), { name: 'c' }, 'not deleted')
+    assert.equal(await store.delete(3n, { ifRevision: [revisionOf((await store.get(3n))!)!] }), true)
+    assert.equal(await store.delete(3n, { ifRevision: ['1'] }), false, 'a missing plant is not a failed precondition')
+  })
+
+  withStore('20 concurrent updates holding one revision: exactly one is written', async (raw) => {
+    const store = raw as Revising
+    const revision = revisionOf(await store.create({ id: 4n, name: 'start' }))!
+    const results = await Promise.all(Array.from({ length: 20 }, (_, index) => store.update(4n, { name: `racer ${index}` }, { ifRevision: [revision] })))
+    const winners = results.flatMap((result, index) => typeof result === 'object' ? [index] : [])
+    assert.equal(winners.length, 1, 'one update written')
+    assert.ok(results.every((result) => typeof result === 'object' || result === 'precondition-failed'), 'the others precondition-failed')
+    assert.deepEqual(await store.get(4n), { name: `racer ${winners[0]}` })
+  })
+
+  withStore('a plant deleted and created again has a revision its predecessor never had', async (raw) => {
+    const store = raw as Revising
+    const seen = new Set<string>()
+    for (let round = 0; round < 5; round++) {
+      const created = revisionOf(await store.create({ id: 5n, name: `round ${round}` }))!
+      const updated = revisionOf(await store.update(5n, { name: 'x' }) as { name: string })!
+      assert.ok(!seen.has(created) && !seen.has(updated), 'new revisions')
+      seen.add(created).add(updated)
+      await store.delete(5n)
+    }
+  })
+}
+
+function tagCases (withStore: WithStore) {
+  withStore('listTagged: only that exact tag, in id order, with after and limit; updates and deletes move plants out', async (raw) => {
+    const store = raw as Revising
+    for (const [id, tag] of [[9n, 'a'], [-3n, 'a'], [4n, 'b'], [2n, undefined], [7n, ''], [1n, 'a'], [8n, 'A']] as const) {
+      await store.create({ id, name: `p${id}`, ...(tag !== undefined && { tag }) })
+    }
+    const tagged = async (tag: string, after?: bigint, limit = 100) => (await store.listTagged(tag, { after, limit })).map(({ id }) => id)
+    assert.deepEqual(await store.listTagged('a', { limit: 100 }), [
+      { id: -3n, name: 'p-3', tag: 'a' }, { id: 1n, name: 'p1', tag: 'a' }, { id: 9n, name: 'p9', tag: 'a' }])
+    assert.deepEqual(await tagged('a', undefined, 2), [-3n, 1n], 'limit')
+    assert.deepEqual(await tagged('a', 1n), [9n], 'after')
+    assert.deepEqual(await tagged('a', 0n, 1), [1n], 'after and limit')
+    assert.deepEqual(await tagged(''), [7n], 'the empty tag is a tag, no tag is not')
+    assert.deepEqual(await tagged('nothing'), [])
+    await store.update(1n, { name: 'moved', tag: 'b' })
+    await store.delete(9n)
+    await store.update(2n, { name: 'tagged now', tag: 'a' })
+    assert.deepEqual(await tagged('a'), [-3n, 2n])
+    assert.deepEqual(await tagged('b'), [1n, 4n])
+  })
+}
+
 function outageCase (test: StoreContractOptions['test'], openWithOutage: NonNullable<StoreContractOptions['openWithOutage']>) {
   test('while unavailable: creates of one id all reject StoreUnavailableError (503), none PlantExistsError; other operations answer or reject StoreUnavailableError', async () => {
     const { store, down, up } = await openWithOutage()
@@ -164,5 +257,7 @@ export function storeContract ({ test, open, openWithOutage }: StoreContractOpti
   })
   createCases(withStore)
   listAndDeleteCases(withStore)
+  updateCases(withRevisions(withStore))
+  tagCases(withRevisions(withStore))
   if (openWithOutage !== undefined) outageCase(test, openWithOutage)
 }

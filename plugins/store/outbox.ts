@@ -38,6 +38,8 @@ export interface EventPayloads {
    */
   createdHead (at: Date): string
   deleted (id: bigint, at: Date): string
+  /** A plant.updated text: the plant as the update stored it. */
+  updated (plant: { id: bigint, name: string, tag?: string }, at: Date): string
   /** A new Standard Webhooks message id (msg_...). */
   messageId (): string
 }

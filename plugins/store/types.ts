@@ -7,6 +7,17 @@ export interface ListOptions {
 }
 
 /**
+ * A write's precondition (a PUT's or DELETE's If-Match): the revisions (revision.ts) the plant may
+ * be at for the write to happen. Absent: whatever it is at. An empty list matches no revision.
+ */
+export interface WritePrecondition {
+  ifRevision?: readonly string[]
+}
+
+/** What an update comes to: the plant as stored now (its revision with it, revision.ts), or why nothing was written. */
+export type UpdateResult = Plant | 'not-found' | 'precondition-failed'
+
+/**
  * What the routes need from a store. Every store behaves the same: `create` resolves only once
  * the plant is durable on that store, and rejects with PlantExistsError when the id is taken
  * (leaving the stored plant unchanged); any operation rejects with StoreUnavailableError when
@@ -17,8 +28,19 @@ export interface PlantStore {
   get (id: bigint): Promise<Plant | undefined>
   /** Plants in ascending id order. */
   list (options: ListOptions): Promise<NewPlant[]>
-  /** Resolves true when a plant was deleted, false when there was none. */
-  delete (id: bigint): Promise<boolean>
+  /**
+   * Resolves true when a plant was deleted, false when there was none; with a precondition (a store
+   * that keeps revisions), 'precondition-failed' when the plant is at another revision, deleting nothing.
+   */
+  delete (id: bigint, precondition?: WritePrecondition): Promise<boolean | 'precondition-failed'>
+  /**
+   * Optional: replaces the name and tag of a stored plant, durably as create does, in one atomic
+   * compare-and-set with the precondition: of writers holding one revision, exactly one wins.
+   * A store without it answers PUT with 501.
+   */
+  update? (id: bigint, plant: Plant, precondition?: WritePrecondition): Promise<UpdateResult>
+  /** Optional: the plants with exactly this tag, in ascending id order. A store without it answers `?tag=` with 501. */
+  listTagged? (tag: string, options: ListOptions): Promise<NewPlant[]>
   /** Resolves when the store answers. */
   ping (): Promise<void>
   close (): Promise<void>
@@ -26,6 +48,9 @@ export interface PlantStore {
 
 /** The methods every store has. */
 export const STORE_METHODS = ['create', 'get', 'list', 'delete', 'ping', 'close'] as const
+
+/** The methods a store may have: each a capability the routes use where it is there. */
+export const OPTIONAL_STORE_METHODS = ['update', 'listTagged'] as const
 
 /** Whether a value has the methods of a PlantStore. */
 export const isPlantStore = (value: unknown): value is PlantStore =>

@@ -3,7 +3,7 @@ import { systemClock } from '../http/clock.js'
 import { isPool, type OutboxOpener, type PgPool, type PlantStore } from '../store/index.js'
 import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
 import type { WebhooksConfig, WebhooksOptions } from './settings.js'
-import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from './delivery/payload.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from './delivery/payload.js'
 import { messageId } from './delivery/signing.js'
 import type { WebhookTracing } from './delivery/tracing.js'
 import { DeliveryThread, type Delivery, type ThreadEnd } from './thread/host-side.js'
@@ -34,6 +34,7 @@ export const eventPayloads: EventPayloads = {
   created: (plant, at) => plantCreatedPayload(plant, at),
   createdHead: (at) => plantCreatedHead(at),
   deleted: (id, at) => plantDeletedPayload(id, at),
+  updated: (plant, at) => plantUpdatedPayload(plant, at),
   messageId
 }
 

@@ -1,5 +1,6 @@
 import {
-  createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxFenceSql, outboxTables, plantsFenceSql, recordVersionSql, type TableName
+  createOutboxSql, createTableSql, createVersionTableSql, DEFAULT_TABLE, outboxFenceSql, outboxTables, plantsFenceSql, recordVersionSql, revisionAndTagIndexSql,
+  type TableName
 } from '../../src/postgres-schema.js'
 
 /**
@@ -11,7 +12,7 @@ import {
 export function schemaSql (name: TableName = { table: DEFAULT_TABLE }): string {
   const outbox = outboxTables(name)
   return [
-    createTableSql(name), createVersionTableSql(name), ...createOutboxSql(outbox, name), ...plantsFenceSql(name), ...outboxFenceSql(outbox, name),
+    createTableSql(name), ...revisionAndTagIndexSql(name), createVersionTableSql(name), ...createOutboxSql(outbox, name), ...plantsFenceSql(name), ...outboxFenceSql(outbox, name),
     recordVersionSql(name)
   ].map((statement) => `${statement.replace(/\n\s+/g, '\n  ')};\n`).join('')
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { AsyncLocalStorage } from 'node:async_hooks'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import { PlantExistsError } from '../../plugins/http/errors.js'
-import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
+import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from '../../plugins/webhooks/delivery/payload.js'
 import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox
 } from '../../plugins/store/outbox.js'
@@ -52,6 +52,10 @@ function recordingPayloads () {
     deleted (id, at) {
       made.push({ type: 'plant.deleted', id, at })
       return plantDeletedPayload(id, at)
+    },
+    updated (plant, at) {
+      made.push({ type: 'plant.updated', id: plant.id, at })
+      return plantUpdatedPayload(plant, at)
     },
     messageId () {
       const id = `msg_contract${messageIds.length + 1}`

@@ -210,6 +210,9 @@ export function createMemoryOutbox (options: OutboxOptions) {
     },
     deleted (id: bigint) {
       outbox.add('plant.deleted', (at) => payloads.deleted(id, at))
+    },
+    updated (plant: { id: bigint, name: string, tag?: string }) {
+      outbox.add('plant.updated', (at) => payloads.updated(plant, at))
     }
   }
 }

@@ -2,21 +2,49 @@ import type { NewPlant, Plant } from '../../../schemas/index.js'
 import { PlantExistsError } from '../../http/errors.js'
 import { createMemoryOutbox } from './outbox.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
+import { firstRevision, revised, revisionOf, satisfies } from '../revision.js'
 import { SortedIds } from './sorted-ids.js'
-import { toPlant, type ListOptions, type PlantStore } from '../types.js'
+import { toPlant, type ListOptions, type PlantStore, type WritePrecondition } from '../types.js'
+
+/** The ids of each tag, in order: a tag's page is a search and a walk too. */
+class TagIndex {
+  readonly #ids = new Map<string, SortedIds>()
+
+  add (tag: string | undefined, id: bigint) {
+    if (tag === undefined) return
+    let ids = this.#ids.get(tag)
+    if (ids === undefined) this.#ids.set(tag, ids = new SortedIds())
+    ids.add(id)
+  }
+
+  delete (tag: string | undefined, id: bigint) {
+    if (tag !== undefined) this.#ids.get(tag)?.delete(id)
+  }
+
+  page (tag: string, after: bigint | undefined, limit: number): bigint[] {
+    return this.#ids.get(tag)?.page(after, limit) ?? []
+  }
+
+  clear () {
+    this.#ids.clear()
+  }
+}
 
 /** A store in the process's memory: for tests and trials, gone when the process ends. */
-export function createMemoryStore (): PlantStore & OutboxStore {
+export function createMemoryStore (): PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>> & OutboxStore {
   const plants = new Map<bigint, Plant>()
   const sortedIds = new SortedIds() // a page is a search and a walk, in O(log n + limit)
+  const tags = new TagIndex()
   let outbox: ReturnType<typeof createMemoryOutbox> | undefined
+  const withIds = (ids: bigint[]) => ids.map((id) => ({ id, ...plants.get(id)! }))
   return {
     async create (newPlant: NewPlant) {
       const { id, name, tag } = newPlant
       if (plants.has(id)) throw new PlantExistsError()
-      const plant = toPlant(name, tag)
+      const plant = revised(toPlant(name, tag), firstRevision())
       plants.set(id, plant)
       sortedIds.add(id)
+      tags.add(tag, id)
       outbox?.created(newPlant)
       return plant
     },
@@ -24,11 +52,30 @@ export function createMemoryStore (): PlantStore & OutboxStore {
       return plants.get(id)
     },
     async list ({ after, limit }: ListOptions) {
-      return sortedIds.page(after, limit).map((id) => ({ id, ...plants.get(id)! }))
+      return withIds(sortedIds.page(after, limit))
     },
-    async delete (id: bigint) {
-      if (!plants.delete(id)) return false
+    async listTagged (tag: string, { after, limit }: ListOptions) {
+      return withIds(tags.page(tag, after, limit))
+    },
+    async update (id: bigint, { name, tag }: Plant, precondition?: WritePrecondition) {
+      const stored = plants.get(id)
+      if (stored === undefined) return 'not-found'
+      const revision = revisionOf(stored)!
+      if (!satisfies(revision, precondition)) return 'precondition-failed'
+      const plant = revised(toPlant(name, tag), BigInt(revision) + 1n)
+      plants.set(id, plant)
+      tags.delete(stored.tag, id)
+      tags.add(tag, id)
+      outbox?.updated({ id, ...plant })
+      return plant
+    },
+    async delete (id: bigint, precondition?: WritePrecondition) {
+      const stored = plants.get(id)
+      if (stored === undefined) return false
+      if (!satisfies(revisionOf(stored)!, precondition)) return 'precondition-failed'
+      plants.delete(id)
       sortedIds.delete(id)
+      tags.delete(stored.tag, id)
       outbox?.deleted(id)
       return true
     },
@@ -40,6 +87,7 @@ export function createMemoryStore (): PlantStore & OutboxStore {
     async close () {
       plants.clear()
       sortedIds.clear()
+      tags.clear()
     }
   }
 }

@@ -36,6 +36,8 @@ export class CheckedTable {
   unusable: string | undefined
   /** Whether the version is recorded (the last migration found or made its table): the probe reads it then. */
   versioned = false
+  /** Whether the plants table has its revision column (Migrated.revisions), as the last migration found. */
+  revisions = false
   readonly #makeSchema: boolean
   readonly #queryTimeout: number
   readonly #log: StoreLog
@@ -50,8 +52,9 @@ export class CheckedTable {
 
   migrated (): Promise<void> {
     const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.#makeSchema), MIGRATION_TIMEOUT_MS)
-      .then(({ versioned }) => {
+      .then(({ versioned, revisions }) => {
         this.versioned = versioned
+        this.revisions = revisions
         if (this.unusable !== undefined) this.#log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
         this.unusable = undefined
       }, (error) => this.#failed(error as PostgresFailure, current))

@@ -25,7 +25,11 @@ export async function checkShape (client: pg.PoolClient, name: TableName) {
 }
 
 /** What a migration found: whether the version is recorded (the probe reads it then). */
-export interface Migrated { versioned: boolean }
+export interface Migrated {
+  versioned: boolean
+  /** The plants table has its revision column (version 4 on): a table served as it is where it could not be upgraded may not. */
+  revisions: boolean
+}
 
 /**
  * Brings the database to this release's schema version (schema-version.ts's steps, from the one
@@ -62,7 +66,9 @@ export async function migrate (client: pg.PoolClient, name: TableName, makeSchem
       else await upgradeIfAllowed(context, from)
     }
     await client.query('COMMIT')
-    return { versioned: versioned || (await query<{ versioned: boolean }>(client, 'SELECT to_regclass($1) IS NOT NULL AS versioned', [versionTable(name)])).rows[0].versioned }
+    const { rows: [after] } = await query<Migrated>(client, `SELECT to_regclass($1) IS NOT NULL AS versioned,
+      EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'revision' AND NOT attisdropped) AS revisions`, [versionTable(name), sqlName(name)])
+    return after
   } catch (error) {
     await client.query('ROLLBACK').catch(ignore)
     throw (error as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE ? new PostgresFailure('table', privilegeError(error as Error)) : error

@@ -37,6 +37,9 @@ export function outboxTables (plants: TableName) {
 
 type Tables = ReturnType<typeof outboxTables>
 
+/** The revision a statement returns: the column's, or none where the table has none (Migrated.revisions). */
+export const revisionSql = (revisions: boolean) => revisions ? 'revision' : 'NULL::int8 AS revision'
+
 /** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
 export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
@@ -102,9 +105,9 @@ const NO_FSYNC = 'nofsync AS (SELECT set_config(\'synchronous_commit\', \'off\',
  * the commit time; $7 the endpoints taking plant.created; $8 the trace contexts, a JSON array too,
  * or NULL for none.
  */
-export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables) => `${FENCE_MARK}WITH ins AS (
+export const insertWithEventsSql = (plants: string, { events, deliveries }: Tables, revisions: boolean) => `${FENCE_MARK}WITH ins AS (
     INSERT INTO ${plants} (id, name, tag) SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
-    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag),
+    ON CONFLICT (id) DO NOTHING RETURNING id, name, tag, ${revisionSql(revisions)}),
   ev AS (INSERT INTO ${events} (message_id, type, payload, created_at, trace_context)
     SELECT p.message_id, 'plant.created',
       $4::text || ins.id::text || ',"name":' || to_json(ins.name)::text || coalesce(',"tag":' || to_json(ins.tag)::text, '') || '}',
@@ -113,7 +116,7 @@ export const insertWithEventsSql = (plants: string, { events, deliveries }: Tabl
       AS p(id, message_id, trace_context) ON p.id = ins.id RETURNING seq),
   dl AS (INSERT INTO ${deliveries} (seq, endpoint, state, attempts, due_at) SELECT ev.seq, e.name, 'pending', 0, $6
     FROM ev CROSS JOIN unnest($7::text[]) AS e(name))
-  SELECT id FROM ins`
+  SELECT id, revision FROM ins`
 
 /** A delete that, when it deleted a plant, writes its plant.deleted event in the same statement. */
 export const deleteWithEventSql = (plants: string, { events, deliveries }: Tables) => `${FENCE_MARK}WITH del AS (

@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { newerSchema, oddSchema, versionKind } from '../schema-version.js'
-import { createTableSql, FENCE_TRIGGER, sqlName, TableShapeError, type TableName } from './table.js'
+import { createTableSql, FENCE_TRIGGER, revisionAndTagIndexSql, sqlName, TableShapeError, type TableName } from './table.js'
 
 /** Beside the plants table and named after it, as the outbox tables are; one row. */
 export const versionTable = (plants: TableName) => sqlName({ schema: plants.schema, table: `${plants.table}_schema_version` })
@@ -107,6 +107,10 @@ export const POSTGRES_STEPS: ReadonlyArray<(context: StepContext) => Promise<voi
   async ({ client, tables, present }) => {
     await run(client, plantsFenceSql(tables.plants))
     for (const table of [tables.deliveries, tables.endpoints]) if (present.has(table)) await run(client, fenceTriggerOn(tables.plants, table))
+  },
+  // 4: each plant's revision (its ETag), and the index of a tag's plants in id order.
+  async ({ client, tables }) => {
+    await run(client, revisionAndTagIndexSql(tables.plants))
   }
 ]
 

@@ -1,5 +1,5 @@
 import pg from 'pg'
-import type { NewPlant } from '../../../schemas/index.js'
+import type { NewPlant, Plant } from '../../../schemas/index.js'
 import { systemClock, type Clock } from '../../http/clock.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import { ignore, poolFor, query, STATEMENT_TIMEOUT_MS, type PoolOptions } from './connection.js'
@@ -10,8 +10,10 @@ import { FENCE_MARK, versionTable } from './schema-version.js'
 import { CheckedTable } from './checked-table.js'
 import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
-import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox } from './outbox.js'
-import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
+import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox, revisionSql } from './outbox.js'
+import { revised } from '../revision.js'
+import { conditionalDeleteSql, updateSql, type OneWriteRow } from './writes.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog, type UpdateResult, type WritePrecondition } from '../types.js'
 
 export type { StoreLog }
 
@@ -26,13 +28,17 @@ export interface PostgresStoreOptions extends PoolOptions {
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
 
+/** A plant with its revision: null where the table keeps none. */
+const revisedPlant = (name: string, tag: string | null | undefined, revision: bigint | null | undefined): Plant =>
+  revision == null ? toPlant(name, tag) : revised(toPlant(name, tag), revision)
+
 // In ascending id order: batches take their row locks in one order, so that none can wait for
 // another while holding a row the other waits for (a deadlock).
-const insertBatchSql = (table: string) => `${FENCE_MARK}INSERT INTO ${table} (id, name, tag)
+const insertBatchSql = (table: string, revisions: boolean) => `${FENCE_MARK}INSERT INTO ${table} (id, name, tag)
   SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
-  ON CONFLICT (id) DO NOTHING RETURNING id`
-// Per table: a named statement is prepared once per connection, under its name.
-const insertBatchName = (table: string) => `plant-store-insert-batch ${table}`
+  ON CONFLICT (id) DO NOTHING RETURNING id, ${revisionSql(revisions)}`
+// Per table and variant: a named statement is prepared once per connection, under its name.
+const insertBatchName = (table: string, revisions: boolean) => `plant-store-insert-batch ${table}${revisions ? '' : ' without revisions'}`
 
 // A read-only database (a standby after a failover) answers reads but refuses every create: it is
 // not ready; nor is a table that cannot be read (locked whole, changed), nor a schema a newer
@@ -99,9 +105,10 @@ class PostgresStore implements PlantStore, OutboxStore {
   // With webhooks on, a create writes its events in the same statement.
   get #insertBatch () {
     const table = this.#tableSql
+    const { revisions } = this.#table
     return this.#outbox !== undefined && this.#outbox.to['plant.created'].length > 0
-      ? { text: insertWithEventsSql(table, this.#outbox.tables), name: `${insertBatchName(table)} with events` }
-      : { text: insertBatchSql(table), name: insertBatchName(table) }
+      ? { text: insertWithEventsSql(table, this.#outbox.tables, revisions), name: `${insertBatchName(table, revisions)} with events` }
+      : { text: insertBatchSql(table, revisions), name: insertBatchName(table, revisions) }
   }
 
   /** Checks (and makes) the table; a server that is down is left to the first operation, a setting to fix is refused. */
@@ -140,8 +147,8 @@ class PostgresStore implements PlantStore, OutboxStore {
    * before), and share the failure when the insert failed.
    */
   async #insertGroups (groups: PendingCreate[][]): Promise<void> {
-    let inserted: Set<string>
-    let result: pg.QueryResult<{ id: unknown }>
+    let inserted: Map<string, bigint | null>
+    let result: pg.QueryResult<{ id: unknown, revision: bigint | null }>
     let used: Promise<void>
     try {
       const values = await this.#insertValues(groups.map(([first]) => first))
@@ -149,10 +156,10 @@ class PostgresStore implements PlantStore, OutboxStore {
       // in the bench, beside pgbench's INSERT).
       result = await this.#table.run((client, migration) => {
         used = migration
-        return query<{ id: unknown }>(client, this.#insertBatch.text, values, this.#insertBatch.name)
+        return query<{ id: unknown, revision: bigint | null }>(client, this.#insertBatch.text, values, this.#insertBatch.name)
       })
       // Compared as decimal text: whatever type the ids came back as, an id inserted is never taken for a 409.
-      inserted = new Set(result.rows.map(({ id }) => String(id)))
+      inserted = new Map(result.rows.map(({ id, revision }) => [String(id), revision]))
       if (values.length > 3 && inserted.size > 0) this.#outbox!.options.committed?.('plant.created', inserted.size)
     } catch (error) {
       const failure = error as PostgresFailure
@@ -188,7 +195,7 @@ class PostgresStore implements PlantStore, OutboxStore {
         ? new PlantExistsError()
         // Taken when the insert ran, gone when looked for (deleted meanwhile): free now, so try again.
         : failure ?? new StoreUnavailableError({ cause: new Error(`PostgreSQL stored nothing for id ${id}, and returned no error`) })
-      if (inserted.has(id)) first.resolve(toPlant(first.plant.name, first.plant.tag))
+      if (inserted.has(id)) first.resolve(revisedPlant(first.plant.name, first.plant.tag, inserted.get(id)))
       else first.reject(answer)
       for (const { reject } of repeats) reject(answer)
     }
@@ -199,24 +206,58 @@ class PostgresStore implements PlantStore, OutboxStore {
   create = (plant: NewPlant) => this.#commits.create(plant, this.#outbox?.options.traceContext?.())
 
   get = async (id: bigint) => {
-    const { rows: [row] } = await this.#table.answered((client) => query<PlantRow>(client, `SELECT name, tag FROM ${this.#tableSql} WHERE id = $1`, [id]))
-    return row && toPlant(row.name, row.tag)
+    const { rows: [row] } = await this.#table.answered((client) =>
+      query<PlantRow & { revision: bigint | null }>(client, `SELECT name, tag, ${revisionSql(this.#table.revisions)} FROM ${this.#tableSql} WHERE id = $1`, [id]))
+    return row && revisedPlant(row.name, row.tag, row.revision)
   }
 
-  list = async ({ after, limit }: ListOptions) => {
+  list = ({ after, limit }: ListOptions) => this.#page('', after === undefined ? [limit] : [after, limit], after !== undefined)
+
+  // (tag, id): the index of schema version 4 walks it in order.
+  listTagged = (tag: string, { after, limit }: ListOptions) =>
+    this.#page('tag = $1', after === undefined ? [tag, limit] : [tag, after, limit], after !== undefined)
+
+  /** A page of plants in id order: those `where` says ($1 on), after the cursor when `after` (the next parameter), then LIMIT (the last). */
+  async #page (where: string, values: unknown[], after: boolean) {
     let used: Promise<void>
-    const table = this.#tableSql
+    const conditions = [where, after ? `id > $${values.length - 1}` : ''].filter((condition) => condition !== '')
+    const sql = `SELECT id, name, tag FROM ${this.#tableSql}${conditions.length > 0 ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY id LIMIT $${values.length}`
     const result = await this.#table.answered((client, migration) => {
       used = migration
-      return after === undefined
-        ? query<PlantRow>(client, `SELECT id, name, tag FROM ${table} ORDER BY id LIMIT $1`, [limit])
-        : query<PlantRow>(client, `SELECT id, name, tag FROM ${table} WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])
+      return query<PlantRow>(client, sql, values)
     })
     await this.#table.checkIds(result, used!)
     return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
   }
 
-  delete = async (id: bigint) => {
+  update = async (id: bigint, plant: Plant, precondition?: WritePrecondition): Promise<UpdateResult> => {
+    const row = await this.#writeOne('plant.updated', updateSql, [id, plant.name, plant.tag ?? null, precondition?.ifRevision ?? null],
+      (at, payloads) => payloads.updated({ id, ...plant }, at))
+    if (row.written) return revisedPlant(plant.name, plant.tag, row.revision)
+    return row.found ? 'precondition-failed' : 'not-found'
+  }
+
+  /** One plant's write, with its event in the same statement when an endpoint takes its type. */
+  async #writeOne (type: 'plant.updated' | 'plant.deleted', sqlOf: typeof updateSql, values: unknown[],
+    payloadOf: (at: Date, payloads: OutboxOptions['payloads']) => string): Promise<OneWriteRow> {
+    const outbox = this.#outbox !== undefined && this.#outbox.to[type].length > 0 ? this.#outbox : undefined
+    let all = values
+    if (outbox !== undefined) {
+      await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
+      const at = new Date(outbox.clock.now())
+      const { payloads, traceContext } = outbox.options
+      all = [...values, payloads.messageId(), payloadOf(at, payloads), at, outbox.to[type], traceContext?.() ?? null]
+    }
+    const { rows: [row] } = await this.#table.answered((client) => query<OneWriteRow>(client, sqlOf(this.#tableSql, this.#table.revisions, outbox?.tables), all))
+    if (row.written && outbox !== undefined) outbox.options.committed?.(type, 1)
+    return row
+  }
+
+  delete = async (id: bigint, precondition?: WritePrecondition) => {
+    if (precondition?.ifRevision !== undefined) {
+      const row = await this.#writeOne('plant.deleted', conditionalDeleteSql, [id, precondition.ifRevision], (at, payloads) => payloads.deleted(id, at))
+      return row.written || (row.found ? 'precondition-failed' as const : false)
+    }
     const outbox = this.#outbox
     if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
       const { rowCount } = await this.#table.answered((client) => query(client, `${FENCE_MARK}DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
@@ -284,7 +325,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   }
 }
 
-export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & OutboxStore> {
+export async function openPostgresStore (source: string | pg.Pool, options: PostgresStoreOptions = {}): Promise<PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>> & OutboxStore> {
   const store = new PostgresStore(source, options)
   await store.start()
   return store

@@ -1,4 +1,5 @@
 import pg from 'pg'
+import { FIRST_REVISION_SQL } from '../revision.js'
 
 /** Where the PostgreSQL store keeps its plants: a table, in a schema or else on the search_path. */
 export interface TableName {
@@ -17,6 +18,20 @@ export const createTableSql = (name: TableName) =>
 
 // The columns the store reads and writes, with the types it binds and reads back; tag must take NULL.
 const COLUMNS: ReadonlyArray<[string, string]> = [['id', 'bigint'], ['name', 'text'], ['tag', 'text']]
+// Added by schema version 4: a table of a release before it, served as it is where the role may not
+// upgrade it, has none (its plants then have no revision, and no ETag).
+const REVISION: [string, string] = ['revision', 'bigint']
+
+/**
+ * Schema version 4: each plant's revision, which its ETag gives (0 in the rows before it; a new
+ * row's is random, and each update adds 1), and the index that lists a tag's plants in id order.
+ * The column is added with a constant default (no rewrite of the table), then given its random one.
+ */
+export const revisionAndTagIndexSql = (name: TableName) => [
+  `ALTER TABLE ${sqlName(name)} ADD COLUMN IF NOT EXISTS revision int8 NOT NULL DEFAULT 0`,
+  `ALTER TABLE ${sqlName(name)} ALTER COLUMN revision SET DEFAULT ${FIRST_REVISION_SQL}`,
+  `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${name.table}_tag_id`)} ON ${sqlName(name)} (tag, id)`
+]
 
 /** The name of the store's own trigger (schema-version.ts's fence), the one a table of the store may have. */
 export const FENCE_TRIGGER = 'plant_store_schema_fence'
@@ -69,13 +84,14 @@ export function shapeProblems (shape: TableShape): string[] {
   if (shape.kind !== 'r' && shape.kind !== 'p') return ['it is not a table (a view or another kind of relation)']
   const problems: string[] = []
   const columns = new Map(shape.columns.map((column) => [column.name, column]))
-  for (const [name, type] of COLUMNS) {
+  for (const [name, type] of [...COLUMNS, REVISION]) {
     const column = columns.get(name)
-    if (column === undefined) problems.push(`it has no column ${name}`)
-    else if (column.type !== type) problems.push(`column ${name} is ${column.type}, not ${type}`)
+    if (column === undefined) {
+      if (name !== REVISION[0]) problems.push(`it has no column ${name}`)
+    } else if (column.type !== type) problems.push(`column ${name} is ${column.type}, not ${type}`)
   }
   if (columns.get('tag')?.notNull) problems.push('column tag is NOT NULL, and a plant may have no tag')
-  const others = shape.columns.map(({ name }) => name).filter((name) => !COLUMNS.some(([known]) => known === name))
+  const others = shape.columns.map(({ name }) => name).filter((name) => ![...COLUMNS, REVISION].some(([known]) => known === name))
   if (others.length > 0) problems.push(`it has other columns (${list(others)})`)
   if (shape.primary_key.join() !== 'id') {
     problems.push(shape.primary_key.length === 0 ? 'it has no primary key' : `its primary key is (${list(shape.primary_key)}), not (id)`)

@@ -293,6 +293,11 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, o
       if (to['plant.deleted'].length === 0) return false
       add('plant.deleted', [{ payload: payloads.deleted(id, new Date(at)), traceContext }], at)
       return true
+    },
+    updated (plant: { id: bigint, name: string, tag?: string }, at: number, traceContext?: string): boolean {
+      if (to['plant.updated'].length === 0) return false
+      add('plant.updated', [{ payload: payloads.updated(plant, new Date(at)), traceContext }], at)
+      return true
     }
   }
 }

@@ -21,7 +21,11 @@ export const SQLITE_STEPS: ReadonlyArray<(db: Database.Database) => void> = [
     if (!hasTable(db, 'webhook_events')) return
     const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'webhook_events\')').all()
     if (!columns.some(({ name }) => name === 'trace_context')) db.exec('ALTER TABLE webhook_events ADD COLUMN trace_context TEXT')
-  }
+  },
+  // 3: each plant's revision (its ETag; 0 for the plants before it, random for each one created from
+  // now on), and the index that lists a tag's plants in id order.
+  (db) => db.exec(`ALTER TABLE plants ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX plants_tag_id ON plants (tag, id)`)
 ]
 
 /** The schema version this release writes: its last step's. */

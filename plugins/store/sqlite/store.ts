@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Database, { SqliteError } from 'better-sqlite3'
-import type { NewPlant } from '../../../schemas/index.js'
+import type { NewPlant, Plant } from '../../../schemas/index.js'
 import { every, systemClock, type Clock } from '../../http/clock.js'
 import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
@@ -13,7 +13,8 @@ import { GroupCommit, type PendingCreate } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
 import { migrate, SQLITE_SCHEMA_VERSION } from './schema-version.js'
 import { refusalWhileRunning, SchemaWatch } from '../schema-version.js'
-import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog } from '../types.js'
+import { firstRevision, revised, satisfies } from '../revision.js'
+import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog, type UpdateResult, type WritePrecondition } from '../types.js'
 
 // The file cannot be written or reached for now (locked, read-only, disk full, I/O error): the
 // client may retry later. Anything else, such as a corrupt file, is a 500.
@@ -62,6 +63,7 @@ export function catchUpCheckpoint (db: Database.Database): number {
 }
 
 interface PlantRow { id: bigint, name: string, tag: string | null }
+interface RevisedRow { name: string, tag: string | null, revision: bigint }
 
 /**
  * The database's folder must be there: a missing one is taken for a mistyped path, which would
@@ -143,10 +145,14 @@ function openDatabase (file: string): Database.Database {
 
 function prepareStatements (db: Database.Database) {
   return {
-    insert: db.prepare<[bigint, string, string | null]>('INSERT INTO plants (id, name, tag) VALUES (?, ?, ?)'),
-    select: db.prepare<[bigint], PlantRow>('SELECT id, name, tag FROM plants WHERE id = ?'),
+    insert: db.prepare<[bigint, string, string | null, number]>('INSERT INTO plants (id, name, tag, revision) VALUES (?, ?, ?, ?)'),
+    select: db.prepare<[bigint], RevisedRow>('SELECT name, tag, revision FROM plants WHERE id = ?'),
     firstPage: db.prepare<[number], PlantRow>('SELECT id, name, tag FROM plants ORDER BY id LIMIT ?'),
     nextPage: db.prepare<[bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE id > ? ORDER BY id LIMIT ?'),
+    // (tag, id): the index plants_tag_id walks it in order.
+    firstTagPage: db.prepare<[string, number], PlantRow>('SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?'),
+    nextTagPage: db.prepare<[string, bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
+    update: db.prepare<[string, string | null, bigint, bigint]>('UPDATE plants SET name = ?, tag = ?, revision = ? WHERE id = ?'),
     remove: db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?'),
     // Read in each write transaction: a newer release's upgrade, committed before it, is seen.
     version: db.prepare<[], unknown>('PRAGMA user_version').pluck(),
@@ -294,8 +300,10 @@ class SqliteStore implements PlantStore, OutboxStore {
   // What events are stamped with: the outbox's clock.
   #eventClock: Clock = systemClock
   #events = 0 // events written by the batch committing
-  readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | undefined>
-  readonly #removeWithEvent: (id: bigint, at: number, traceContext: string | undefined) => { deleted: boolean, event: boolean }
+  // Per create: the revision it was stored at, or why it was not (its id taken).
+  readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | number>
+  readonly #removeWithEvent: Written<boolean | 'precondition-failed'>
+  readonly #updateWithEvent: Written<UpdateResult, Plant>
   readonly #busyWaitMs: number
   readonly #schema: SchemaWatch
   readonly #file: string
@@ -316,25 +324,41 @@ class SqliteStore implements PlantStore, OutboxStore {
       const inserted: PendingCreate[] = []
       const failures = batch.map((create) => {
         const { plant } = create
+        const revision = firstRevision()
         try {
-          statements.insert.run(plant.id, plant.name, plant.tag ?? null)
+          statements.insert.run(plant.id, plant.name, plant.tag ?? null, revision)
         } catch (error) {
           // A taken id fails its own statement only; any other failure ends the whole transaction.
           if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
           throw error
         }
         inserted.push(create)
-        return undefined
+        return revision
       })
       // The events of the plants inserted, together. Outside that catch: a failure to write them fails the batch, never passes for a 409.
       this.#events = this.#outbox?.created(inserted, at) ?? 0
       return failures
     })
-    this.#removeWithEvent = db.transaction((id: bigint, at: number, traceContext: string | undefined) => {
+    this.#removeWithEvent = db.transaction((id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined) => {
       this.#assertVersion()
+      if (precondition?.ifRevision !== undefined) {
+        const row = statements.select.get(id)
+        if (row !== undefined && !satisfies(String(row.revision), precondition)) return { result: 'precondition-failed' as const, event: false }
+      }
       const deleted = statements.remove.run(id).changes > 0
-      return { deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
-    })
+      return { result: deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
+    }).immediate
+    // Read and written in one IMMEDIATE transaction: no other connection writes between the two.
+    this.#updateWithEvent = db.transaction((id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined, plant: Plant) => {
+      this.#assertVersion()
+      const row = statements.select.get(id)
+      if (row === undefined) return { result: 'not-found' as const, event: false }
+      if (!satisfies(String(row.revision), precondition)) return { result: 'precondition-failed' as const, event: false }
+      const revision = row.revision + 1n
+      statements.update.run(plant.name, plant.tag ?? null, revision, id)
+      const event = this.#outbox?.updated({ id, ...plant }, at, traceContext) === true
+      return { result: revised(toPlant(plant.name, plant.tag), revision), event }
+    }).immediate
   }
 
   /**
@@ -372,18 +396,18 @@ class SqliteStore implements PlantStore, OutboxStore {
   }
 
   async #commitBatch (batch: PendingCreate[]) {
-    let failures: Array<InstanceType<typeof SqliteError> | undefined>
+    let results: Array<InstanceType<typeof SqliteError> | number>
     try {
-      failures = await this.#write(() => this.#insertBatch(batch, this.#eventClock.now()))
+      results = await this.#write(() => this.#insertBatch(batch, this.#eventClock.now()))
     } catch (error) {
       // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
       for (const { reject } of batch) reject(error)
       return
     }
     batch.forEach(({ plant, resolve, reject }, i) => {
-      const failure = failures[i]
-      if (failure) reject(translate(failure))
-      else resolve(toPlant(plant.name, plant.tag))
+      const result = results[i]
+      if (typeof result === 'number') resolve(revised(toPlant(plant.name, plant.tag), result))
+      else reject(translate(result))
     })
     if (this.#events > 0) this.#committed('plant.created', this.#events)
   }
@@ -392,7 +416,7 @@ class SqliteStore implements PlantStore, OutboxStore {
 
   get = (id: bigint) => this.#read(() => {
     const row = this.#statements.select.get(id)
-    return row && toPlant(row.name, row.tag)
+    return row && revised(toPlant(row.name, row.tag), row.revision)
   })
 
   list = ({ after, limit }: ListOptions) => this.#read(() => {
@@ -401,11 +425,22 @@ class SqliteStore implements PlantStore, OutboxStore {
     return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
   })
 
-  delete = async (id: bigint) => {
+  listTagged = (tag: string, { after, limit }: ListOptions) => this.#read(() => {
+    const { firstTagPage, nextTagPage } = this.#statements
+    const rows = after === undefined ? firstTagPage.all(tag, limit) : nextTagPage.all(tag, after, limit)
+    return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
+  })
+
+  delete = (id: bigint, precondition?: WritePrecondition) => this.#written('plant.deleted', this.#removeWithEvent, id, precondition, undefined)
+
+  update = (id: bigint, plant: Plant, precondition?: WritePrecondition) => this.#written('plant.updated', this.#updateWithEvent, id, precondition, plant)
+
+  /** A write of one plant, committed (and fsynced) alone, with its event when it wrote one. */
+  async #written<R, A> (type: 'plant.deleted' | 'plant.updated', transaction: Written<R, A>, id: bigint, precondition: WritePrecondition | undefined, argument: A) {
     const traceContext = this.#traceContext()
-    const { deleted, event } = await this.#write(() => this.#removeWithEvent(id, this.#eventClock.now(), traceContext))
-    if (event) this.#committed('plant.deleted', 1)
-    return deleted
+    const { result, event } = await this.#write(() => transaction(id, precondition, this.#eventClock.now(), traceContext, argument))
+    if (event) this.#committed(type, 1)
+    return result
   }
 
   openOutbox = async (options: OutboxOptions) => {
@@ -440,6 +475,10 @@ class SqliteStore implements PlantStore, OutboxStore {
   }
 }
 
+/** A transaction that writes one plant and, when an endpoint takes it, its event: what it came to, and whether it wrote the event. */
+type Written<R, A = undefined> = (id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined, argument: A) =>
+{ result: R, event: boolean }
+
 export interface SqliteStoreOptions {
   /** Where the store says what became of a database moved or replaced under it. */
   log?: StoreLog
@@ -449,6 +488,6 @@ export interface SqliteStoreOptions {
   clock?: Clock
 }
 
-export function openSqliteStore (path: string, options: SqliteStoreOptions = {}): PlantStore & OutboxStore {
+export function openSqliteStore (path: string, options: SqliteStoreOptions = {}): PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>> & OutboxStore {
   return new SqliteStore(resolve(path), options)
 }

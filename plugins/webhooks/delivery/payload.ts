@@ -1,7 +1,7 @@
 import type { NewPlant } from '../../../schemas/plant.js'
-import { PLANT_CREATED, PLANT_DELETED } from '../../../schemas/webhook-events.js'
+import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../schemas/webhook-events.js'
 
-export { PLANT_CREATED, PLANT_DELETED }
+export { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED }
 
 // Event texts are written by hand, not by JSON.stringify: an id is an exact int64 (its digits),
 // never a rounded float. The events of one commit share its time: its JSON text is made once per commit.
@@ -18,6 +18,7 @@ function timestampJson (at: Date): string {
 
 const CREATED_TYPE = JSON.stringify(PLANT_CREATED)
 const DELETED_TYPE = JSON.stringify(PLANT_DELETED)
+const UPDATED_TYPE = JSON.stringify(PLANT_UPDATED)
 
 /**
  * The start of the plant.created texts of a commit: its type and time, and the id's key; the same
@@ -46,4 +47,9 @@ export function plantCreatedPayload (plant: NewPlant, committedAt: Date): string
 /** A plant.deleted body: {type, timestamp, id}, in the schema's order. */
 export function plantDeletedPayload (id: bigint, deletedAt: Date): string {
   return `{"type":${DELETED_TYPE},"timestamp":${timestampJson(deletedAt)},"id":${id}}`
+}
+
+/** A plant.updated body: {type, timestamp, id, name, tag}, the plant as stored after the update, in the schema's order. */
+export function plantUpdatedPayload (plant: NewPlant, updatedAt: Date): string {
+  return `{"type":${UPDATED_TYPE},"timestamp":${timestampJson(updatedAt)},"id":` + plantCreatedTail(plant)
 }

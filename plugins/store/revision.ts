@@ -1,0 +1,34 @@
+import type { Plant } from '../../schemas/index.js'
+import type { WritePrecondition } from './types.js'
+
+/**
+ * A plant's revision: an opaque token (decimal digits) that changes with each write to it, which
+ * the routes give as its ETag. The stores that keep revisions (memory, SQLite, PostgreSQL) start a
+ * plant at a random one and add 1 with each update, so that a plant deleted and created again does
+ * not take up an ETag its predecessor had. A store hands the revision along with the Plant object
+ * it resolves, here, beside the object: the Plant itself stays {name, tag}, and a host's wrapper
+ * that passes the object on keeps it (one that makes another object answers without an ETag).
+ */
+const revisions = new WeakMap<Plant, string>()
+
+/** `plant`, with its revision noted. */
+export function revised (plant: Plant, revision: bigint | number | string): Plant {
+  revisions.set(plant, String(revision))
+  return plant
+}
+
+/** The revision a store noted with `plant`, if it did. */
+export const revisionOf = (plant: Plant): string | undefined => revisions.get(plant)
+
+// 2^52: the revisions a plant goes through stay exact in a JavaScript number and an int8.
+const REVISION_SPACE = 2 ** 52
+
+/** A new plant's revision: random, so that a plant created again after a delete has another. */
+export const firstRevision = (): number => 1 + Math.floor(Math.random() * REVISION_SPACE)
+
+/** Whether a plant at `revision` may be written under `precondition`. */
+export const satisfies = (revision: string, precondition: WritePrecondition | undefined): boolean =>
+  precondition?.ifRevision === undefined || precondition.ifRevision.includes(revision)
+
+/** The SQL expression a PostgreSQL plants table's revision column defaults to: firstRevision's range. */
+export const FIRST_REVISION_SQL = `(1 + floor(random() * ${REVISION_SPACE}))::int8`
