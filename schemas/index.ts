@@ -14,6 +14,6 @@ export * from './webhook-events.js'
  * validators, with names and tags of at most `maxTextLength` characters.
  */
 export function sharedSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
-  const { Plant, NewPlant, PlantList } = plantSchemas(maxTextLength)
-  return [ErrorSchema, HealthStatusSchema, Plant, NewPlant, PlantList]
+  const { Plant, NewPlant, PlantUpdate, PlantList } = plantSchemas(maxTextLength)
+  return [ErrorSchema, HealthStatusSchema, Plant, NewPlant, PlantUpdate, PlantList]
 }

@@ -24,6 +24,12 @@ export function plantSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
     ...Plant.properties
   }, { $id: `${prefix}NewPlant`, description: 'A plant to create' })
 
+  /** What PUT /plants/{id} takes: a Plant, and the id again if the client likes (it must be the path's). */
+  const PlantUpdate = Type.Object({
+    id: Type.Optional(Int64('Identification number of the plant: when sent, the id in the path', 1)),
+    ...Plant.properties
+  }, { $id: `${prefix}PlantUpdate`, description: 'A plant\'s new name and tag: it replaces the stored ones (a tag left out is removed)' })
+
   // Its own schema, not NewPlant's: Swagger UI labels an item by its schema's title and description.
   const ListedPlant = Type.Object(NewPlant.properties, { title: 'ListedPlant', description: 'A stored plant, with its id' })
   const PlantList = Type.Array(ListedPlant, {
@@ -31,7 +37,7 @@ export function plantSchemas (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
     maxItems: MAX_PAGE_SIZE,
     description: `Plants in ascending id order: at most \`limit\` plants and ${MAX_PAGE_BYTES} bytes of JSON`
   })
-  return { Plant, NewPlant, PlantList }
+  return { Plant, NewPlant, PlantUpdate, PlantList }
 }
 
 // The schemas with the default limits: the types, and the `$ref`s the routes use.
@@ -55,5 +61,21 @@ export const PlantListQuerySchema = Type.Object({
     description: 'The most plants in the page, in decimal digits (a page also ends early at its size in bytes)'
   })),
   // No example: Swagger UI would pre-fill it and hide the plants a first try just created.
-  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page, in decimal digits'))
+  after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page, in decimal digits')),
+  tag: Type.Optional(Type.String({ description: 'Return only plants with exactly this tag (an empty value: the empty tag)' }))
+})
+
+/** The request headers of a conditional read (RFC 9110 13.1.2). */
+export const IfNoneMatchHeadersSchema = Type.Object({
+  'if-none-match': Type.Optional(Type.String({
+    description: 'ETags of the plant the client has (or `*`): when one matches, 304 Not Modified without a body'
+  }))
+})
+
+/** The request headers of a conditional write (RFC 9110 13.1.1). */
+export const IfMatchHeadersSchema = Type.Object({
+  'if-match': Type.Optional(Type.String({
+    description: 'The ETag(s) of the plant as the client last read it (or `*`): when the plant is at another, 412 and nothing changes',
+    examples: ['"1"']
+  }))
 })

@@ -36,7 +36,8 @@ export function errorResponder (faults: FaultLog) {
     if (error.code === 'FST_STATIC_FORBIDDEN_PATH') return handleNotFound(request, reply)
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') error = new UnsupportedMediaTypeError()
     const status = statusOf(error, reply)
-    if (status < 500) {
+    // 501: what this service cannot do (a host's store without update), said as it is.
+    if (status < 500 || (status === 501 && String(error.code).startsWith('PLANT_STORE_'))) {
       // At debug: a flood of bad or anonymous requests must not become a flood of log lines
       // (/metrics counts them by status).
       request.log.debug({ status, code: error.code }, 'request refused: %s', error.message)

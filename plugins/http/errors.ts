@@ -36,6 +36,13 @@ export const UnsupportedMediaTypeError = refusal(
   'PLANT_STORE_UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json', 415)
 export const PlantNotFoundError = refusal('PLANT_STORE_PLANT_NOT_FOUND', PLANT_NOT_FOUND_MESSAGE, 404)
 export const PlantExistsError = refusal('PLANT_STORE_PLANT_EXISTS', 'A plant with this id already exists', 409)
+export const PreconditionFailedError = refusal('PLANT_STORE_PRECONDITION_FAILED',
+  'The plant is not at the ETag in If-Match (it was changed meanwhile): read it again, and retry with its new ETag', 412)
+export const IdMismatchError = refusal('PLANT_STORE_ID_MISMATCH', 'The id in the body must equal the id in the path', 400)
+// What a host's store lacks: a statement about this service, sent as it is (not a fault to log).
+export const UpdateUnsupportedError = refusal('PLANT_STORE_UPDATE_UNSUPPORTED', 'This plant store cannot update plants (its store has no update method)', 501)
+export const TagListUnsupportedError = refusal('PLANT_STORE_TAG_LIST_UNSUPPORTED',
+  'This plant store cannot list plants by tag (its store has no listTagged method)', 501)
 export const RateLimitedError = refusal('PLANT_STORE_RATE_LIMITED', 'Too many requests for this token, try again later', 429)
 export const ServiceOverloadedError = createError(
   'PLANT_STORE_OVERLOADED', 'The service is overloaded, try again later', 503, Error, false)

@@ -1,6 +1,6 @@
 import { PlantExistsError, StoreFailedError, StoreUnavailableError } from '../http/errors.js'
 import { SchemaNewerError } from './schema-version.js'
-import { STORE_METHODS, type PlantStore } from './types.js'
+import { OPTIONAL_STORE_METHODS, STORE_METHODS, type PlantStore } from './types.js'
 
 // Errors are told apart by their code, not their class: a host's store may hold its own copy of
 // the package, whose classes are not ours.
@@ -38,7 +38,9 @@ const fail = (cause: unknown): never => { throw routeErrorFor(cause) }
  */
 export function guardStore (store: PlantStore): PlantStore {
   const guarded = {} as Record<string, unknown>
-  for (const name of STORE_METHODS) {
+  for (const name of [...STORE_METHODS, ...OPTIONAL_STORE_METHODS]) {
+    // An optional method the store lacks stays absent: the routes answer 501 for what it would do.
+    if (typeof store[name] !== 'function') continue
     const method = (store[name] as (...args: unknown[]) => Promise<unknown>).bind(store)
     guarded[name] = (...args: unknown[]) => {
       try {

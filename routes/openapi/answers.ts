@@ -3,7 +3,7 @@ import type { TSchema } from 'typebox'
 import { CHALLENGE } from '../../plugins/auth/index.js'
 import { INTERNAL_ERROR_MESSAGE } from '../../plugins/http/error-handler.js'
 import {
-  AuthThrottledError, PlantExistsError, PlantNotFoundError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError,
+  AuthThrottledError, PlantExistsError, PlantNotFoundError, PreconditionFailedError, RateLimitedError, ServiceOverloadedError, StoreUnavailableError,
   UnauthenticatedError, UnauthorizedError, UnsupportedMediaTypeError
 } from '../../plugins/http/errors.js'
 import { ErrorSchema, ref } from '../../schemas/index.js'
@@ -62,6 +62,25 @@ export const notFound = failure(404, PLANT_NOT_FOUND_MESSAGE, {
 }, rateLimitHeaders)
 export const conflict = failure(409, 'A plant with this id exists already; it is unchanged', {
   'The id is taken': messageOf(PlantExistsError)
+}, rateLimitHeaders)
+/** The ETag of an answer that carries one plant (on a store that keeps revisions: a host's may not). */
+export const etagHeader = {
+  ETag: {
+    type: 'string',
+    description: 'The plant\'s strong entity tag, new with each write to it: send it in If-Match to write only over this ' +
+      'revision, in If-None-Match to be answered 304 while it is current (absent when the store keeps no revisions)',
+    example: '"1"'
+  }
+}
+/** A plant answer's headers: the rate limit's and its ETag. */
+export const plantHeaders = { ...rateLimitHeaders, ...etagHeader }
+export const notModified = { description: 'Not Modified: the plant is at an ETag of If-None-Match; no body', headers: plantHeaders }
+export const preconditionFailed = failure(412, 'The plant is not at an ETag of If-Match: it is unchanged', {
+  'Changed meanwhile': messageOf(PreconditionFailedError)
+}, rateLimitHeaders)
+/** A 501: what a host's store cannot do. */
+export const notImplemented = (ErrorType: new () => Error) => failure(501, 'The store this service uses cannot do this (a host\'s own store)', {
+  'Not supported by the store': messageOf(ErrorType)
 }, rateLimitHeaders)
 export const tooLarge = (bodyLimit: number) => failure(413, `The body is larger than the limit (${bodyLimit} bytes)`, {
   'The body is too large': messageOf(errorCodes.FST_ERR_CTP_BODY_TOO_LARGE)

@@ -90,7 +90,10 @@ export function instrumentStore (store: PlantStore, { storeDuration }: Metrics):
     create: timed('create', (plant) => store.create(plant)),
     get: timed('get', (id) => store.get(id)),
     list: timed('list', (options) => store.list(options)),
-    delete: timed('delete', (id) => store.delete(id)),
+    delete: timed('delete', (id, precondition) => store.delete(id, precondition)),
+    // The optional methods, where the store has them: without, the routes answer 501.
+    ...(store.update && { update: timed('update', store.update.bind(store)) }),
+    ...(store.listTagged && { listTagged: timed('listTagged', store.listTagged.bind(store)) }),
     ping: timed('ping', () => store.ping()),
     close: () => store.close()
   }

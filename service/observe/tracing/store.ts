@@ -29,7 +29,10 @@ export function tracedStore (store: PlantStore, tracer: Tracer, system: string):
     create: traced('INSERT', (plant) => store.create(plant)),
     get: traced('SELECT', (id) => store.get(id)),
     list: traced('SELECT', (options) => store.list(options)),
-    delete: traced('DELETE', (id) => store.delete(id)),
+    delete: traced('DELETE', (id, precondition) => store.delete(id, precondition)),
+    // The optional methods, where the store has them: without, the routes answer 501.
+    ...(store.update && { update: traced('UPDATE', store.update.bind(store)) }),
+    ...(store.listTagged && { listTagged: traced('SELECT', store.listTagged.bind(store)) }),
     // Readiness probes: their own request spans are enough.
     ping: () => store.ping(),
     close: () => store.close()
