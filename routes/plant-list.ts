@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { TagListUnsupportedError } from '../plugins/http/errors.js'
 import { integerMessage, INT64_MESSAGE, validationMessage } from '../plugins/http/validation.js'
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PlantListQuerySchema } from '../schemas/index.js'
+import { DEFAULT_PAGE_SIZE, MAX_HEADER_FIELD_LENGTH, MAX_PAGE_BYTES, MAX_PAGE_SIZE, PlantListQuerySchema } from '../schemas/index.js'
 import type { RouteScope } from './guarded.js'
 import { badRequest, notImplemented, rateLimitHeaders, success } from './openapi/answers.js'
 import { fitPage } from './page.js'
@@ -10,6 +10,8 @@ import type { PlantRoute } from './plant-route.js'
 const linkHeader = {
   Link: {
     type: 'string',
+    pattern: '^<[^>]+>; rel="next"$',
+    maxLength: 2 * MAX_HEADER_FIELD_LENGTH,
     description: 'RFC 8288: `<…>; rel="next"`, the URL of the next page (this one\'s query, `after` its last id), on a page after which ' +
       'more plants may follow; absent on the last page',
     example: '</plants?limit=100&after=100>; rel="next"'

@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox'
-import { DEFAULT_MAX_TEXT_LENGTH, Int64, SCHEMA_ID_PREFIX, StorableText } from './primitives.js'
+import { DEFAULT_MAX_TEXT_LENGTH, Int64, SCHEMA_ID_PREFIX, STORABLE_TEXT_PATTERN, StorableText } from './primitives.js'
 
 /** The most plants a page holds (`limit`'s maximum). */
 export const MAX_PAGE_SIZE = 1000
@@ -50,6 +50,9 @@ export const PlantIdSchema = Type.Object({
   id: Int64('Identification number of the plant', 1)
 })
 
+/** The longest text a request line or header field may carry here: Node's default header block. */
+export const MAX_HEADER_FIELD_LENGTH = 16 * 1024
+
 export const DEFAULT_PAGE_SIZE = 100
 
 export const PlantListQuerySchema = Type.Object({
@@ -62,20 +65,26 @@ export const PlantListQuerySchema = Type.Object({
   })),
   // No example: Swagger UI would pre-fill it and hide the plants a first try just created.
   after: Type.Optional(Int64('Return only plants with a greater id: the last id of the previous page, in decimal digits')),
-  tag: Type.Optional(Type.String({ description: 'Return only plants with exactly this tag (an empty value: the empty tag)' }))
+  // As long as a request's header block allows (Node's default: 16 KiB); a longer tag is stored, but not listed by.
+  tag: Type.Optional(Type.String({
+    pattern: STORABLE_TEXT_PATTERN,
+    maxLength: MAX_HEADER_FIELD_LENGTH,
+    description: 'Return only plants with exactly this tag (an empty value: the empty tag), percent-encoded'
+  }))
 })
+
+// One entity tag or more (RFC 9110 8.8.3), or `*`.
+const ENTITY_TAGS_PATTERN = '^\\s*(\\*|(W/)?"[^"]*"(\\s*,\\s*(W/)?"[^"]*")*)\\s*$'
+const entityTags = (description: string, examples?: string[]) => Type.Optional(Type.String({
+  pattern: ENTITY_TAGS_PATTERN, maxLength: MAX_HEADER_FIELD_LENGTH, description, ...(examples && { examples })
+}))
 
 /** The request headers of a conditional read (RFC 9110 13.1.2). */
 export const IfNoneMatchHeadersSchema = Type.Object({
-  'if-none-match': Type.Optional(Type.String({
-    description: 'ETags of the plant the client has (or `*`): when one matches, 304 Not Modified without a body'
-  }))
+  'if-none-match': entityTags('ETags of the plant the client has (or `*`): when one matches, 304 Not Modified without a body')
 })
 
 /** The request headers of a conditional write (RFC 9110 13.1.1). */
 export const IfMatchHeadersSchema = Type.Object({
-  'if-match': Type.Optional(Type.String({
-    description: 'The ETag(s) of the plant as the client last read it (or `*`): when the plant is at another, 412 and nothing changes',
-    examples: ['"1"']
-  }))
+  'if-match': entityTags('The ETag(s) of the plant as the client last read it (or `*`): when the plant is at another, 412 and nothing changes')
 })

@@ -159,7 +159,7 @@ export interface PlantStoreOptions {
    * - `endpoints[].name`: a name of 1 to 64 letters, digits, _ . -
    * - `endpoints[].url`: an http:// or https:// URL
    * - `endpoints[].secrets`: a non-empty array of secrets, each whsec_ followed by the base64 of 24 to 64 random bytes
-   * - `endpoints[].events`: a non-empty array of plant.created, plant.deleted (default plant.created)
+   * - `endpoints[].events`: a non-empty array of plant.created, plant.deleted, plant.updated (default plant.created)
    * - `retrySchedule`: a non-empty array of waits in ms after each failed attempt (default Standard Webhooks' table)
    * - `timeout`: the longest attempt in ms (default 15000)
    * - `allowedNetworks`: CIDRs (e.g. 127.0.0.0/8) reachable although private or loopback

@@ -67,6 +67,8 @@ export const conflict = failure(409, 'A plant with this id exists already; it is
 export const etagHeader = {
   ETag: {
     type: 'string',
+    pattern: '^"[0-9]+"$',
+    maxLength: 22,
     description: 'The plant\'s strong entity tag, new with each write to it: send it in If-Match to write only over this ' +
       'revision, in If-None-Match to be answered 304 while it is current (absent when the store keeps no revisions)',
     example: '"1"'
@@ -74,14 +76,14 @@ export const etagHeader = {
 }
 /** A plant answer's headers: the rate limit's and its ETag. */
 export const plantHeaders = { ...rateLimitHeaders, ...etagHeader }
-export const notModified = { description: 'Not Modified: the plant is at an ETag of If-None-Match; no body', headers: plantHeaders }
+export const notModified = { description: 'Not Modified: the plant is at an ETag of If-None-Match; no body', headers: etagHeader }
 export const preconditionFailed = failure(412, 'The plant is not at an ETag of If-Match: it is unchanged', {
   'Changed meanwhile': messageOf(PreconditionFailedError)
 }, rateLimitHeaders)
 /** A 501: what a host's store cannot do. */
 export const notImplemented = (ErrorType: new () => Error) => failure(501, 'The store this service uses cannot do this (a host\'s own store)', {
   'Not supported by the store': messageOf(ErrorType)
-}, rateLimitHeaders)
+})
 export const tooLarge = (bodyLimit: number) => failure(413, `The body is larger than the limit (${bodyLimit} bytes)`, {
   'The body is too large': messageOf(errorCodes.FST_ERR_CTP_BODY_TOO_LARGE)
 }, rateLimitHeaders)

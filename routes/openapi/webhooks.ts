@@ -7,6 +7,7 @@ import { DEFAULT_RETRY_SCHEDULE, DEFAULT_WEBHOOK_TIMEOUT } from '../../plugins/w
 /** The webhook key of plant.created: the public Plant Store document's own, kept for its readers. */
 export const PLANT_CREATED_WEBHOOK = '/plant/webhook'
 export const PLANT_DELETED_WEBHOOK = '/plant/deleted'
+export const PLANT_UPDATED_WEBHOOK = '/plant/updated'
 
 const SIGNATURE = '[A-Za-z0-9+/]{43}=' // the base64 of a 32-byte HMAC-SHA256
 
@@ -101,7 +102,7 @@ const webhook = (operationId: string, summary: string, lead: string, schema: obj
  * characters: self-contained (no `$ref`), so that a host puts them in its document as they are.
  */
 export function openapiWebhooks (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
-  const { PlantCreatedEvent, PlantDeletedEvent } = webhookEventSchemas(maxTextLength)
+  const { PlantCreatedEvent, PlantDeletedEvent, PlantUpdatedEvent } = webhookEventSchemas(maxTextLength)
   return {
     [PLANT_CREATED_WEBHOOK]: webhook('plantCreated', 'A plant was created (plant.created)',
       'Sent after a new plant is stored (the create was acknowledged with 200). Endpoints receive it unless their ' +
@@ -111,6 +112,11 @@ export function openapiWebhooks (maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
       'Sent after a plant is deleted, to the endpoints whose operator chose this event (it is off by default). The id ' +
       'may be created again afterwards, and the events may reach you in another order: compare their `timestamp`s.',
       PlantDeletedEvent,
-      'The deleted plant\'s id, with the event\'s `type` and `timestamp`')
+      'The deleted plant\'s id, with the event\'s `type` and `timestamp`'),
+    [PLANT_UPDATED_WEBHOOK]: webhook('plantUpdated', 'A plant was updated (plant.updated)',
+      'Sent after a PUT changed a plant (the update was acknowledged with 200), to the endpoints whose operator chose this ' +
+      'event (it is off by default). Events may reach you in another order: compare their `timestamp`s.',
+      PlantUpdatedEvent,
+      'The plant as the update stored it, with its id and the event\'s `type` and `timestamp`')
   }
 }

@@ -167,12 +167,14 @@ t.test('two instances under two prefixes have distinct operationIds, derived fro
     '/api/v2/green-house/plants apiV2GreenHouseListPlants',
     '/api/v2/green-house/plants/{id} apiV2GreenHouseDeletePlant',
     '/api/v2/green-house/plants/{id} apiV2GreenHouseGetPlant',
+    '/api/v2/green-house/plants/{id} apiV2GreenHouseUpdatePlant',
     '/api/v2/green-house/readyz apiV2GreenHouseGetReadiness',
     '/garden/healthz gardenGetHealth',
     '/garden/plants gardenCreatePlant',
     '/garden/plants gardenListPlants',
     '/garden/plants/{id} gardenDeletePlant',
     '/garden/plants/{id} gardenGetPlant',
+    '/garden/plants/{id} gardenUpdatePlant',
     '/garden/readyz gardenGetReadiness'
   ])
   // Both instances answer, each with its own store.

@@ -9,7 +9,7 @@ import { AUTH, buildPlugin, createPlant, TOKEN, type Injectable } from '../helpe
 async function follow (app: Injectable, url: string) {
   const pages: string[][] = []
   for (let next: string | undefined = url; next !== undefined;) {
-    const response = await app.inject({ url: next, headers: AUTH })
+    const response: Awaited<ReturnType<Injectable['inject']>> = await app.inject({ url: next, headers: AUTH })
     t.equal(response.statusCode, 200)
     pages.push(response.json().map(({ id }: { id: number }) => String(id)))
     const link = response.headers.link as string | undefined

@@ -10,7 +10,7 @@ t.test('a method the plant and health paths lack is 405 with Allow, in the Error
   const { app } = await buildPlugin(t)
   for (const [method, url, allow] of [
     ['PUT', '/plants', 'GET, HEAD, POST'],
-    ['PATCH', '/plants/1', 'DELETE, GET, HEAD'],
+    ['PATCH', '/plants/1', 'DELETE, GET, HEAD, PUT'],
     ['POST', '/healthz', 'GET, HEAD'],
     ['DELETE', '/readyz', 'GET, HEAD']
   ] as const) {
@@ -25,7 +25,7 @@ t.test('embedded: the plant paths answer 405 under the plugin\'s prefix; the hos
   const host = Fastify()
   t.teardown(() => host.close())
   host.setNotFoundHandler((_request, reply) => reply.code(404).send({ hostNotFound: true }))
-  host.put('/api/plants/:id', async () => ({ hostPut: true }))
+  host.patch('/api/plants/:id', async () => ({ hostPatch: true }))
   host.patch('/api/*', async () => ({ hostWildcard: true }))
   await host.register(plantStore, { prefix: '/api', tokens: [TOKEN], store: 'memory:' })
   host.get('/other', async () => ({ host: true }))
@@ -36,10 +36,10 @@ t.test('embedded: the plant paths answer 405 under the plugin\'s prefix; the hos
   t.same(put.json(), refused)
   const post = await host.inject({ method: 'POST', url: '/api/plants/1', headers: AUTH })
   t.equal(post.statusCode, 405)
-  t.equal(post.headers.allow, 'DELETE, GET, HEAD')
+  t.equal(post.headers.allow, 'DELETE, GET, HEAD, PUT')
   t.equal((await host.inject({ method: 'POST', url: '/api/readyz' })).headers.allow, 'GET, HEAD', 'the health paths too')
-  t.same((await host.inject({ method: 'PUT', url: '/api/plants/1' })).json(), { hostPut: true }, 'a method the host routes there stays the host\'s')
-  t.same((await host.inject({ method: 'PATCH', url: '/api/plants/1' })).json(), { hostWildcard: true }, 'and one a wildcard of the host\'s answers')
+  t.same((await host.inject({ method: 'PATCH', url: '/api/plants/1' })).json(), { hostPatch: true }, 'a method the host routes there stays the host\'s')
+  t.same((await host.inject({ method: 'PATCH', url: '/api/plants' })).json(), { hostWildcard: true }, 'and one a wildcard of the host\'s answers')
   t.same((await host.inject({ method: 'PUT', url: '/api/nope' })).json(), { hostNotFound: true }, 'unknown paths: the host\'s not-found handler')
   t.same((await host.inject({ method: 'POST', url: '/api/plants/' })).json(), { hostNotFound: true }, 'an empty id: the host\'s not-found handler')
   t.equal((await host.inject({ method: 'OPTIONS', url: '/api/plants' })).statusCode, 404, 'OPTIONS is left to the host (its CORS)')

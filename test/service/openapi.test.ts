@@ -16,7 +16,7 @@ function operations (doc: any): Array<{ method: string, path: string, operation:
     Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ method, path, operation })))
 }
 
-const PLANT_ROUTES = ['post /plants', 'get /plants', 'get /plants/{id}', 'delete /plants/{id}']
+const PLANT_ROUTES = ['post /plants', 'get /plants', 'get /plants/{id}', 'put /plants/{id}', 'delete /plants/{id}']
 
 t.test('the OpenAPI document describes the service as SPEC.md does', async (t) => {
   const { app } = await build(t)
@@ -32,7 +32,7 @@ t.test('the OpenAPI document describes the service as SPEC.md does', async (t) =
   t.match(NewPlant.properties, { id: { type: 'integer', format: 'int64' }, name: { type: 'string' }, tag: { type: 'string' } })
   t.same(ErrorSchema.required, ['error', 'message'])
   t.match(ErrorSchema.properties, { error: { type: 'integer', format: 'int32' }, message: { type: 'string' } })
-  t.same(Object.keys(doc.components.schemas).sort(), ['Error', 'HealthStatus', 'NewPlant', 'Plant', 'PlantList'],
+  t.same(Object.keys(doc.components.schemas).sort(), ['Error', 'HealthStatus', 'NewPlant', 'Plant', 'PlantList', 'PlantUpdate'],
     'readable names, without the plugin\'s $id prefix')
 
   const create = doc.paths['/plants'].post
@@ -87,7 +87,7 @@ t.test('every operation has a summary, a description, a unique operationId and a
     t.notOk(ids.has(operation.operationId), `${title}: operationId ${operation.operationId} is unique`)
     ids.add(operation.operationId)
   }
-  t.equal(ids.size, 6)
+  t.equal(ids.size, 7)
   t.match(doc.info.description, /rounded/, 'the document warns that Swagger UI rounds ids past 2^53')
 })
 
@@ -125,7 +125,7 @@ t.test('each error example in the document is a message the service really sends
   const memory = createMemoryStore()
   const failing = (ErrorType: new () => Error): PlantStore => {
     const fail = async () => { throw new ErrorType() }
-    return { ...memory, create: fail, get: fail, list: fail, delete: fail, ping: fail }
+    return { ...memory, create: fail, get: fail, list: fail, delete: fail, ping: fail, update: fail, listTagged: fail }
   }
   const apps = {
     normal: (await build(t, { rateLimit: { max: 1000, timeWindow: 60 * 60_000 } })).app,
@@ -133,7 +133,9 @@ t.test('each error example in the document is a message the service really sends
     throttled: (await build(t, { authFailureLimit: { max: 1, timeWindow: 60 * 60_000 }, rateLimit: { max: 1000, timeWindow: 60_000 } })).app,
     broken: (await build(t, { store: failing(Error) })).app,
     down: (await build(t, { store: failing(StoreUnavailableError) })).app,
-    overloaded: (await build(t, { pressure: { maxHeapUsedBytes: 1 } })).app
+    overloaded: (await build(t, { pressure: { maxHeapUsedBytes: 1 } })).app,
+    // A host's store with the required methods only: no update, no listTagged.
+    host: (await build(t, { store: { create: memory.create, get: memory.get, list: memory.list, delete: memory.delete, ping: memory.ping, close: memory.close } })).app
   }
   const doc = await documentOf(apps.normal)
   await apps.normal.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: '{"id":1,"name":"n"}' })
@@ -144,11 +146,14 @@ t.test('each error example in the document is a message the service really sends
 
   const post = (payload: string, headers: Record<string, string> = AUTH): InjectOptions =>
     ({ method: 'POST', url: '/plants', headers: { ...JSON_TYPE, ...headers }, payload })
+  const update = (url: string, payload: string, headers: Record<string, string> = AUTH): InjectOptions =>
+    ({ method: 'PUT', url, headers: { ...JSON_TYPE, ...headers }, payload })
   type Request = [keyof typeof apps, InjectOptions]
   const everyRoute = (status: number, app: keyof typeof apps, headers: Record<string, string> = AUTH): Record<string, Request[]> => ({
     [`post /plants ${status}`]: [[app, post('{"id":2,"name":"n"}', headers)]],
     [`get /plants ${status}`]: [[app, { url: '/plants', headers }]],
     [`get /plants/{id} ${status}`]: [[app, { url: '/plants/1', headers }]],
+    [`put /plants/{id} ${status}`]: [[app, { method: 'PUT', url: '/plants/1', headers: { ...JSON_TYPE, ...headers }, payload: '{"name":"n"}' }]],
     [`delete /plants/{id} ${status}`]: [[app, { method: 'DELETE', url: '/plants/1', headers }]]
   })
   const merge = (...tables: Array<Record<string, Request[]>>) => {
@@ -173,6 +178,20 @@ t.test('each error example in the document is a message the service really sends
       'get /plants/{id} 404': [['normal', { url: '/plants/2', headers: AUTH }]],
       'delete /plants/{id} 400': [['normal', { method: 'DELETE', url: '/plants/x', headers: AUTH }]],
       'delete /plants/{id} 404': [['normal', { method: 'DELETE', url: '/plants/2', headers: AUTH }]],
+      'delete /plants/{id} 412': [['normal', { method: 'DELETE', url: '/plants/1', headers: { ...AUTH, 'if-match': '"x"' } }]],
+      'get /plants 501': [['host', { url: '/plants?tag=t', headers: AUTH }]],
+      'put /plants/{id} 400': [
+        ['normal', update('/plants/x', '{"name":"n"}')],
+        ['normal', update('/plants/1', '{"id":2,"name":"n"}')],
+        ['normal', update('/plants/1', JSON.stringify({ name: 'x'.repeat(1001) }))],
+        ['normal', update('/plants/1', '{"name":"\\u0000"}')],
+        ['normal', update('/plants/1', '{"name":')]
+      ],
+      'put /plants/{id} 404': [['normal', update('/plants/2', '{"name":"n"}')]],
+      'put /plants/{id} 412': [['normal', update('/plants/1', '{"name":"n"}', { ...AUTH, 'if-match': '"x"' })]],
+      'put /plants/{id} 413': [['normal', update('/plants/1', JSON.stringify({ name: 'n', padding: 'x'.repeat(1024 * 1024) }))]],
+      'put /plants/{id} 415': [['normal', update('/plants/1', '{"name":"n"}', { ...AUTH, 'content-type': 'text/plain' })]],
+      'put /plants/{id} 501': [['host', update('/plants/1', '{"name":"n"}')]],
       'get /readyz 503': [['down', { url: '/readyz' }]]
     })
 
