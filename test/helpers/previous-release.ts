@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { createFenceFunctionSql, fenceTriggerOn } from '../../plugins/store/postgres/schema-version.js'
 
 /**
  * What the release before the landed one (git commit 8cea9fa) creates, copied from its source
@@ -96,3 +97,18 @@ export function builtLandedRelease (): { server: string } | { missing: string } 
   execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: folder, stdio: 'ignore' })
   return { server }
 }
+
+/**
+ * The release before schema versions SQLite 3 and PostgreSQL 4 (the revision column and the tag
+ * index; main at 200b3b0): SQLite version 2 (the landed tables, trace_context in the events), and
+ * PostgreSQL version 3 (the same tables, the version recorded, the fence of version 3 on the plants,
+ * deliveries and endpoints tables, as its createFenceFunctionSql and fenceTriggerOn made them).
+ */
+export const FENCED_SQLITE_DDL = LANDED_SQLITE_DDL.replace('PRAGMA user_version = 1;', 'PRAGMA user_version = 2;')
+
+const PLANTS = { table: 'plants' }
+export const FENCED_POSTGRES_DDL = [
+  LANDED_POSTGRES_DDL.replace('VALUES (1);', 'VALUES (3);'),
+  createFenceFunctionSql(PLANTS, 3),
+  ...['"plants"', '"plants_webhook_deliveries"', '"plants_webhook_endpoints"'].flatMap((table) => fenceTriggerOn(PLANTS, table))
+].join(';\n')

@@ -14,7 +14,7 @@ t.test('a new database: the plants table and its schema version, recorded once h
   const url = await freshDatabase(t)
   for (let run = 0; run < 2; run++) await (await openPostgresStore(url)).close()
   t.strictSame(await versions(url), [{ version: SCHEMA_VERSION }])
-  t.equal(SCHEMA_VERSION, 3, 'version 2: the events\' trace_context column; 3: the fence on the tables written')
+  t.equal(SCHEMA_VERSION, 4, 'version 2: the events\' trace_context column; 3: the fence on the tables written; 4: revisions and the tag index')
 })
 
 t.test('a version record emptied by hand is written again at start', { skip: pgSkip }, async (t) => {
@@ -40,7 +40,7 @@ t.test('a huge version that a release could still have written (a million) is a 
   const url = await freshDatabase(t)
   await (await openPostgresStore(url)).close()
   await sqlOn(url, 'UPDATE plants_schema_version SET version = 1000000')
-  await t.rejects(openPostgresStore(url), { message: /: schema version 1000000 was written by a newer plant-store \(this one knows up to 3\)/ })
+  await t.rejects(openPostgresStore(url), { message: /: schema version 1000000 was written by a newer plant-store \(this one knows up to 4\)/ })
 })
 
 // Each as the version table can be made to hold it: the column's NOT NULL dropped, its type changed.
@@ -60,7 +60,7 @@ for (const [kind, sql, shown] of ODD_VERSIONS) {
     const before = await sqlOn(url, 'SELECT version::text FROM plants_schema_version')
     await t.rejects(openPostgresStore(url), {
       message: `plant-store: the PostgreSQL table "public"."plants_schema_version": schema version ${shown} is not one plant-store writes ` +
-        '(a whole number, 3 for this release): it was set by hand or by another program; if the data is plant-store\'s, ' +
+        '(a whole number, 4 for this release): it was set by hand or by another program; if the data is plant-store\'s, ' +
         'UPDATE "public"."plants_schema_version" SET version to the version its tables are at, or restore a backup'
     })
     t.strictSame(await sqlOn(url, 'SELECT version::text FROM plants_schema_version'), before, 'the record is left as it was')

@@ -15,7 +15,10 @@ import { SQLITE_SCHEMA_VERSION } from '../../plugins/store/sqlite/schema-version
 import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
-import { LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL, pendingEventSql } from '../helpers/previous-release.js'
+import {
+  FENCED_POSTGRES_DDL, FENCED_SQLITE_DDL, LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL, pendingEventSql
+} from '../helpers/previous-release.js'
+import { revisionOf } from '../../plugins/store/revision.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 const OUTBOX = {
@@ -25,7 +28,8 @@ const OUTBOX = {
 const OLD_ID = 9007199254740993n
 const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
 const RELEASES = [['the release before the landed one (no trace_context)', PREVIOUS_SQLITE_DDL, PREVIOUS_POSTGRES_DDL],
-  ['the landed release (version 1 with trace_context)', LANDED_SQLITE_DDL, LANDED_POSTGRES_DDL]] as const
+  ['the landed release (version 1 with trace_context)', LANDED_SQLITE_DDL, LANDED_POSTGRES_DDL],
+  ['the release before revisions (SQLite 2, PostgreSQL 3 with its fence)', FENCED_SQLITE_DDL, FENCED_POSTGRES_DDL]] as const
 
 function olderSqliteFile (dir: string, ddl: string, version?: number): string {
   const file = join(dir, 'plants.db')
@@ -49,6 +53,14 @@ async function assertUpgraded (t: Test, store: PlantStore & OutboxStore) {
   await store.create({ id: 1n, name: 'new' })
   const [claimed] = await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)
   t.match(claimed, { type: 'plant.created', traceContext: TRACE }, 'a new create\'s event keeps its trace context')
+  const revising = store as PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>>
+  const oldPlant = (await store.get(OLD_ID))!
+  t.equal(revisionOf(oldPlant), '0', 'the old plant has revision 0')
+  t.equal(await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: ['1'] }), 'precondition-failed')
+  const renamed = await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: ['0'] })
+  t.strictSame(renamed, { name: 'renamed', tag: 'kept' }, 'the old plant updates under its ETag')
+  t.equal(revisionOf(renamed as { name: string }), '1')
+  t.strictSame(await revising.listTagged('kept', { limit: 10 }), [{ id: OLD_ID, name: 'renamed', tag: 'kept' }], 'and lists by its tag')
 }
 
 for (const [release, sqliteDdl, postgresDdl] of RELEASES) {
@@ -77,7 +89,7 @@ for (const [release, sqliteDdl, postgresDdl] of RELEASES) {
 t.test('SQLite: a file from a newer release is refused, saying what to do, and left as it was', async (t) => {
   const file = olderSqliteFile(t.testdir(), LANDED_SQLITE_DDL, 7)
   t.throws(() => openSqliteStore(file), {
-    message: 'schema version 7 was written by a newer plant-store (this one knows up to 2): run that release, or restore a backup taken before the upgrade'
+    message: 'schema version 7 was written by a newer plant-store (this one knows up to 3): run that release, or restore a backup taken before the upgrade'
   })
   const after = new Database(file, { readonly: true })
   t.teardown(() => after.close())

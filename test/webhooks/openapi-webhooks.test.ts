@@ -6,7 +6,7 @@ import t from 'tap'
 import { parseExactJson } from '../../client/exact-json.js'
 import { INT64_MAX, INT64_MIN } from '../../schemas/index.js'
 import plantStore, { openapiWebhooks, securitySchemes, swaggerReferenceName } from '../../src/plugin.js'
-import { plantCreatedPayload, plantDeletedPayload } from '../../plugins/webhooks/delivery/payload.js'
+import { plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from '../../plugins/webhooks/delivery/payload.js'
 import { messageId, webhookHeaders } from '../../plugins/webhooks/delivery/signing.js'
 import { build, TOKEN } from '../helpers/app.js'
 
@@ -31,8 +31,10 @@ const bodySchema = (doc: any, key: string) => doc.webhooks[key].post.requestBody
 
 t.test('the document declares plant.created at the original\'s webhooks["/plant/webhook"] and plant.deleted beside it', async (t) => {
   const doc = await served()
-  t.same(Object.keys(doc.webhooks), ['/plant/webhook', '/plant/deleted'])
-  const expected = { '/plant/webhook': ['plantCreated', 'plant.created'], '/plant/deleted': ['plantDeleted', 'plant.deleted'] }
+  t.same(Object.keys(doc.webhooks), ['/plant/webhook', '/plant/deleted', '/plant/updated'])
+  const expected = {
+    '/plant/webhook': ['plantCreated', 'plant.created'], '/plant/deleted': ['plantDeleted', 'plant.deleted'], '/plant/updated': ['plantUpdated', 'plant.updated']
+  }
   const pathIds = Object.values(doc.paths).flatMap((item: any) => Object.values(item).map((operation: any) => operation.operationId))
   for (const [key, [operationId, type]] of Object.entries(expected)) {
     const item = doc.webhooks[key]
@@ -61,6 +63,7 @@ t.test('the document declares plant.created at the original\'s webhooks["/plant/
     'the original\'s words')
   t.same(bodySchema(doc, '/plant/webhook').required, ['type', 'timestamp', 'id', 'name'])
   t.same(bodySchema(doc, '/plant/deleted').required, ['type', 'timestamp', 'id'])
+  t.same(bodySchema(doc, '/plant/updated').required, ['type', 'timestamp', 'id', 'name'])
   t.same(bodySchema(doc, '/plant/webhook').properties.id, doc.components.schemas.NewPlant.properties.id, 'the id as NewPlant writes it')
   t.match(bodySchema(doc, '/plant/deleted').properties.id, { type: 'integer', format: 'int64' })
 })
@@ -94,6 +97,8 @@ t.test('the payloads the service sends are valid against the served webhook sche
   const newPlant = ajv.compile(doc.components.schemas.NewPlant)
   const createdFields = Object.keys(bodySchema(doc, '/plant/webhook').properties)
   const deletedFields = Object.keys(bodySchema(doc, '/plant/deleted').properties)
+  const updated = ajv.compile(bodySchema(doc, '/plant/updated'))
+  const updatedFields = Object.keys(bodySchema(doc, '/plant/updated').properties)
 
   for (const id of IDS) {
     for (const plant of [{ id, name: 'Fern' }, { id, name: 'Fern 🌿 "quoted"', tag: 'green' }]) {
@@ -114,6 +119,13 @@ t.test('the payloads the service sends are valid against the served webhook sche
     t.notOk(created(JSON.parse(text)), `plant.deleted ${text}: not a plant.created`)
     t.same(parseExactJson(text), { type: 'plant.deleted', timestamp: AT.toISOString(), id })
     t.same(Object.keys(parseExactJson(text) as object), deletedFields)
+    for (const plant of [{ id, name: 'Fern' }, { id, name: 'Fern 🌿 "quoted"', tag: 'green' }]) {
+      const updatedText = plantUpdatedPayload(plant, AT)
+      t.ok(updated(JSON.parse(updatedText)), `plant.updated ${updatedText}: ${ajv.errorsText(updated.errors)}`)
+      t.notOk(created(JSON.parse(updatedText)), `plant.updated ${updatedText}: not a plant.created`)
+      t.same(parseExactJson(updatedText), { type: 'plant.updated', timestamp: AT.toISOString(), ...plant }, 'parsed exactly')
+      t.same(Object.keys(parseExactJson(updatedText) as object), updatedFields.filter((field) => field in plant || field === 'type' || field === 'timestamp'))
+    }
   }
 
   // The schemas do refuse what the service never sends.

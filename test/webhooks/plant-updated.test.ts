@@ -1,0 +1,45 @@
+/**
+ * plant.updated: written in the update's own commit, on each store, opt-in per endpoint; each
+ * delivery verified with the standardwebhooks package (and svix, verifyDelivery).
+ */
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { AUTH, build, createPlant, JSON_TYPE } from '../helpers/app.js'
+import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
+import { startReceiver } from '../helpers/receiver.js'
+import { eventually, newSecret, verifyDelivery, webhooksFor } from '../helpers/webhooks.js'
+
+const pgSkip = await postgresSkip()
+const KINDS = [
+  { name: 'memory', skip: false as string | false, url: async () => 'memory:' },
+  { name: 'SQLite', skip: false as string | false, url: async (t: Test) => `sqlite:${join(t.testdir(), 'plants.db')}` },
+  { name: 'PostgreSQL', skip: pgSkip, url: (t: Test) => freshDatabase(t) }
+]
+
+t.jobs = 3
+
+for (const kind of KINDS) {
+  t.test(`${kind.name}: a PUT sends plant.updated {type, timestamp, id, name, tag} where subscribed; a refused one sends none`, { skip: kind.skip }, async (t) => {
+    const [updates, creates] = [await startReceiver(t), await startReceiver(t)]
+    const secret = newSecret()
+    const { app } = await build(t, {
+      store: await kind.url(t),
+      webhooks: webhooksFor([{ url: updates.url, secret, events: ['plant.updated'] }, { url: creates.url, secret }], { timeout: 30_000 })
+    })
+    const put = (url: string, payload: string, headers: Record<string, string> = {}) =>
+      app.inject({ method: 'PUT', url, headers: { ...AUTH, ...JSON_TYPE, ...headers }, payload })
+    const etag = (await createPlant(app, '{"id":9007199254740993,"name":"fern"}')).headers.etag as string
+    t.equal((await put('/plants/9007199254740993', '{"name":"big fern","tag":"green \\"quoted\\""}', { 'if-match': etag })).statusCode, 200)
+    t.equal((await put('/plants/9007199254740993', '{"name":"stale"}', { 'if-match': etag })).statusCode, 412)
+    t.equal((await put('/plants/2', '{"name":"missing"}')).statusCode, 404)
+    t.equal((await put('/plants/9007199254740993', '{"name":1}')).statusCode, 400)
+    t.ok(await eventually(() => updates.received.length === 1 && creates.received.length === 1), 'one event each')
+    const [{ headers, body }] = updates.received
+    t.doesNotThrow(() => verifyDelivery(secret, headers, body), 'standardwebhooks and svix verify it')
+    t.match(body, /^\{"type":"plant\.updated","timestamp":"[0-9T:.Z-]+","id":9007199254740993,"name":"big fern","tag":"green \\"quoted\\""\}$/,
+      'the plant as stored, its id exact')
+    t.match(creates.received[0].body, /"type":"plant\.created"/, 'an endpoint without plant.updated gets none')
+    await app.close()
+    t.equal(updates.received.length, 1, 'none for the 412, 404 or 400')
+  })
+}
