@@ -2,7 +2,7 @@ import type { ErrorBody } from '../schemas/error.js'
 import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 
 /** The API's operations, as the client names them in its errors. */
-export type Operation = 'POST /plants' | 'GET /plants' | 'GET /plants/{id}' | 'DELETE /plants/{id}'
+export type Operation = 'POST /plants' | 'GET /plants' | 'GET /plants/{id}' | 'PUT /plants/{id}' | 'DELETE /plants/{id}'
 
 /**
  * The service, or something between it and the client (a proxy's 502), refused a request.
@@ -42,6 +42,8 @@ export class RouteNotFoundError extends PlantStoreError {
 }
 /** 409: a plant with this id exists already; it is unchanged. */
 export class PlantExistsError extends PlantStoreError { override name = 'PlantExistsError' }
+/** 412: the plant is not at the ETag given as `ifMatch` (it was changed meanwhile); nothing changed. */
+export class PreconditionFailedError extends PlantStoreError { override name = 'PreconditionFailedError' }
 /** 429: too many requests for this token, after the retries allowed. */
 export class RateLimitedError extends PlantStoreError { override name = 'RateLimitedError' }
 /** 503: the store is unavailable or the service overloaded, after the retries allowed. */
@@ -52,6 +54,7 @@ const ERROR_CLASSES: Record<number, typeof PlantStoreError> = {
   401: UnauthorizedError,
   404: PlantNotFoundError,
   409: PlantExistsError,
+  412: PreconditionFailedError,
   429: RateLimitedError,
   503: ServiceUnavailableError
 }
@@ -78,7 +81,7 @@ const isErrorBody = (value: unknown): value is { error: bigint, message: string 
 // The one 404 that means "no such plant": the service's own, to a request for one plant. Any other
 // (a wrong baseUrl, a proxy's page) must not read as "not found, so create it" or "already deleted".
 const saysNoSuchPlant = (operation: Operation, body: unknown) =>
-  (operation === 'GET /plants/{id}' || operation === 'DELETE /plants/{id}') &&
+  (operation === 'GET /plants/{id}' || operation === 'PUT /plants/{id}' || operation === 'DELETE /plants/{id}') &&
   isErrorBody(body) && body.error === 404n && body.message === PLANT_NOT_FOUND_MESSAGE
 
 export interface Refused {

@@ -6,13 +6,15 @@ import type { NewPlant, Plant, PlantListQuerySchema, PlantListSchema } from '../
 import { INT64_MAX, INT64_MIN, isAcceptableToken } from '../schemas/protocol.js'
 import { realClock, type ClientClock, type InternalClientOptions } from './clock.js'
 import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseError, type Operation } from './errors.js'
+import { etagOf, nextPageUrl, NOT_MODIFIED, withEtag } from './conditional.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings } from './retry.js'
 
 export {
-  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, RateLimitedError, ResponseTimeoutError, RouteNotFoundError,
-  ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
+  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, PreconditionFailedError, RateLimitedError, ResponseTimeoutError,
+  RouteNotFoundError, ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
 } from './errors.js'
+export { etagOf, NOT_MODIFIED }
 export { parseExactJson, stringifyExactJson } from './exact-json.js'
 export type { RetryOptions } from './retry.js'
 export type { ErrorBody, NewPlant, Plant }
@@ -73,6 +75,9 @@ export interface CallOptions {
   signal?: AbortSignal
 }
 
+/** A write only while the plant is at this ETag (etagOf a result): PreconditionFailedError (412) otherwise. */
+export interface WriteOptions extends CallOptions { ifMatch?: string }
+
 /** One attempt's answer, with its whole body, read within the attempt's time. */
 interface Answer {
   response: Response
@@ -90,7 +95,8 @@ interface Call extends Answer {
   uncertain: boolean
 }
 
-const isRedirect = (response: Response) => response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400)
+// 304 Not Modified is no redirect: the answer to a get with ifNoneMatch.
+const isRedirect = (response: Response) => response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400 && response.status !== 304)
 
 /** The base URL checked, without a trailing slash; a TypeError names what is wrong with it. */
 function checkedBaseUrl (option: string | URL): string {
@@ -167,24 +173,65 @@ export class PlantStoreClient {
       // Only name and tag are stored: the same values mean it is the plant sent.
       if (stored?.name === plant.name && stored.tag === plant.tag) return stored
     }
-    return this.#read(sent, isPlant, 'a Plant')
+    return withEtag(await this.#read(sent, isPlant, 'a Plant'), sent.response)
   }
 
-  /** The plant with this id, without its id; PlantNotFoundError (404) when there is none. */
-  async get (id: bigint, { signal }: CallOptions = {}): Promise<Plant> {
-    const sent = await this.#send('GET /plants/{id}', plantPath(id), signal)
-    return this.#read(sent, isPlant, 'a Plant')
+  /**
+   * The plant with this id, without its id (its ETag: etagOf the result); PlantNotFoundError (404)
+   * when there is none. With `ifNoneMatch` (an ETag the caller has), NOT_MODIFIED while it is current.
+   */
+  async get (id: bigint, options?: CallOptions): Promise<Plant>
+  async get (id: bigint, options: CallOptions & { ifNoneMatch: string }): Promise<Plant | typeof NOT_MODIFIED>
+  async get (id: bigint, { signal, ifNoneMatch }: CallOptions & { ifNoneMatch?: string } = {}): Promise<Plant | typeof NOT_MODIFIED> {
+    const sent = await this.#send('GET /plants/{id}', plantPath(id), signal, undefined, ifNoneMatch === undefined ? {} : { 'if-none-match': ifNoneMatch })
+    if (sent.response.status === 304) return NOT_MODIFIED
+    return withEtag(await this.#read(sent, isPlant, 'a Plant'), sent.response)
   }
 
-  /** One page of plants in ascending id order; pass the last id of a page as `after` for the next. */
-  async list ({ limit, after, signal }: ListQuery & CallOptions = {}): Promise<ListedPlant[]> {
+  /**
+   * Replaces the name and tag of a stored plant (a tag left out is removed): the Plant as stored,
+   * with its new ETag. PlantNotFoundError (404) when there is none: PUT never creates. With
+   * `ifMatch`, PreconditionFailedError (412) when the plant is at another ETag; when an earlier
+   * attempt may have been carried out and a retry meets that 412, the plant is read back: if it is
+   * the plant sent, that attempt updated it and this resolves.
+   */
+  async update (id: bigint, plant: Plant, { signal, ifMatch }: WriteOptions = {}): Promise<Plant> {
+    const body = stringifyExactJson(plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+    const sent = await this.#send('PUT /plants/{id}', plantPath(id), signal, body, ifMatch === undefined ? {} : { 'if-match': ifMatch })
+    if (sent.response.status === 412 && sent.uncertain) {
+      const stored = await this.get(id, { signal })
+      if (stored.name === plant.name && stored.tag === plant.tag) return stored
+    }
+    return withEtag(await this.#read(sent, isPlant, 'a Plant'), sent.response)
+  }
+
+  /** One page of plants in ascending id order (with `tag`, of that tag only); pass the last id of a page as `after` for the next. */
+  async list (query: ListQuery & CallOptions = {}): Promise<ListedPlant[]> {
+    return (await this.#page(query)).page
+  }
+
+  async #page ({ limit, after, tag, signal }: ListQuery & CallOptions, path?: string) {
     const query = new URLSearchParams()
+    if (tag !== undefined) query.set('tag', tag)
     if (limit !== undefined) query.set('limit', String(limit))
     if (after !== undefined) query.set('after', String(checkedId(after, 'after')))
     const search = query.toString()
-    const sent = await this.#send('GET /plants', search === '' ? '/plants' : `/plants?${search}`, signal)
-    return this.#read(sent, (value): value is ListedPlant[] =>
-      Array.isArray(value) && value.every(isListedPlant), 'a list of plants')
+    const sent = await this.#send('GET /plants', path ?? (search === '' ? '/plants' : `/plants?${search}`), signal)
+    const page = await this.#read(sent, (value): value is ListedPlant[] => Array.isArray(value) && value.every(isListedPlant), 'a list of plants')
+    return { page, next: nextPageUrl(sent.response, sent.url, this.#baseUrl) }
+  }
+
+  /**
+   * The pages of a list (ListQuery: `tag`, `limit`, `after`), following each page's Link rel="next"
+   * to the last, which has none: no empty page is asked for at the end.
+   */
+  async * pages (query: ListQuery & CallOptions = {}): AsyncGenerator<ListedPlant[], void, undefined> {
+    let next: string | undefined
+    do {
+      const answer = await this.#page(query, next)
+      next = answer.next
+      yield answer.page
+    } while (next !== undefined)
   }
 
   /**
@@ -211,8 +258,8 @@ export class PlantStoreClient {
    * attempt may have been carried out (503, or no answer) and a retry meets that PlantNotFoundError,
    * that attempt deleted it, or someone else did: the plant is gone, as asked, and this resolves.
    */
-  async delete (id: bigint, { signal }: CallOptions = {}): Promise<void> {
-    const sent = await this.#send('DELETE /plants/{id}', plantPath(id), signal)
+  async delete (id: bigint, { signal, ifMatch }: WriteOptions = {}): Promise<void> {
+    const sent = await this.#send('DELETE /plants/{id}', plantPath(id), signal, undefined, ifMatch === undefined ? {} : { 'if-match': ifMatch })
     try {
       await this.#read(sent, (value): value is void => value === undefined, 'no body')
     } catch (error) {
@@ -220,8 +267,8 @@ export class PlantStoreClient {
     }
   }
 
-  async #send (operation: Operation, path: string, signal?: AbortSignal, body?: string): Promise<Call> {
-    const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json' }
+  async #send (operation: Operation, path: string, signal?: AbortSignal, body?: string, conditions: Record<string, string> = {}): Promise<Call> {
+    const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json', ...conditions }
     if (body !== undefined) headers['content-type'] = 'application/json'
     const method = operation.split(' ')[0]
     const url = this.#baseUrl + path

@@ -75,9 +75,7 @@ export const PlantListQuerySchema = Type.Object({
 
 // One entity tag or more (RFC 9110 8.8.3), or `*`.
 const ENTITY_TAGS_PATTERN = '^\\s*(\\*|(W/)?"[^"]*"(\\s*,\\s*(W/)?"[^"]*")*)\\s*$'
-const entityTags = (description: string, examples?: string[]) => Type.Optional(Type.String({
-  pattern: ENTITY_TAGS_PATTERN, maxLength: MAX_HEADER_FIELD_LENGTH, description, ...(examples && { examples })
-}))
+const entityTags = (description: string) => Type.Optional(Type.String({ pattern: ENTITY_TAGS_PATTERN, maxLength: MAX_HEADER_FIELD_LENGTH, description }))
 
 /** The request headers of a conditional read (RFC 9110 13.1.2). */
 export const IfNoneMatchHeadersSchema = Type.Object({

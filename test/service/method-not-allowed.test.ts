@@ -8,11 +8,11 @@ t.test('the service answers a method a known path lacks 405 with Allow, in the E
   const { app } = await build(t)
   for (const [method, url, allow] of [
     ['PUT', '/plants', 'GET, HEAD, POST'],
-    ['PATCH', '/plants/1', 'DELETE, GET, HEAD'],
-    ['POST', '/plants/9223372036854775807', 'DELETE, GET, HEAD'],
+    ['PATCH', '/plants/1', 'DELETE, GET, HEAD, PUT'],
+    ['POST', '/plants/9223372036854775807', 'DELETE, GET, HEAD, PUT'],
     ['DELETE', '/plants', 'GET, HEAD, POST'],
     ['TRACE', '/plants', 'GET, HEAD, POST'],
-    ['OPTIONS', '/plants/1', 'DELETE, GET, HEAD'],
+    ['OPTIONS', '/plants/1', 'DELETE, GET, HEAD, PUT'],
     ['POST', '/healthz', 'GET, HEAD'],
     ['DELETE', '/readyz', 'GET, HEAD'],
     ['PUT', '/metrics', 'GET, HEAD'],
@@ -43,5 +43,5 @@ t.test('405s are not in the OpenAPI document', async (t) => {
   const { app } = await build(t)
   const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths
   t.same(Object.keys(paths['/plants']).sort(), ['get', 'post'])
-  t.same(Object.keys(paths['/plants/{id}']).sort(), ['delete', 'get'])
+  t.same(Object.keys(paths['/plants/{id}']).sort(), ['delete', 'get', 'put'])
 })

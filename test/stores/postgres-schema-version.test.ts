@@ -5,6 +5,7 @@ import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
 import { ownedByAnotherRole } from '../helpers/postgres-table.js'
 import type { OutboxStore } from '../../plugins/store/outbox.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
+import { revisionOf } from '../../plugins/store/revision.js'
 
 const pgSkip = await postgresSkip()
 
@@ -79,12 +80,19 @@ t.test('a database the release before versions wrote, its plants table another r
   { skip: pgSkip }, async (t) => {
     const { admin, role, url } = await ownedByAnotherRole(t)
     // The store's role may make tables, but not a trigger on a table it does not own.
-    await sqlOn(admin, `GRANT CREATE ON SCHEMA public TO ${role}`)
+    await sqlOn(admin, `GRANT CREATE ON SCHEMA public TO ${role}; GRANT UPDATE ON plants TO ${role}`)
     const store = await openPostgresStore(url) as Awaited<ReturnType<typeof openPostgresStore>> & OutboxStore
     t.teardown(() => store.close())
     const outbox = await store.openOutbox({ endpoints: [{ name: 'e', events: ['plant.created'] }], payloads: eventPayloads })
     await store.create({ id: 1n, name: 'kept' })
     t.equal((await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)).length, 1, 'its create\'s event is delivered')
+    // No revision column there: its plants have no revision (no ETag), update works, and no precondition matches.
+    t.equal(revisionOf((await store.get(1n))!), undefined, 'no revision')
+    t.equal(await store.update(1n, { name: 'renamed' }, { ifRevision: ['0'] }), 'precondition-failed')
+    t.equal(await store.delete(1n, { ifRevision: ['0'] }), 'precondition-failed')
+    const renamed = await store.update(1n, { name: 'renamed' })
+    t.strictSame(renamed, { name: 'renamed' })
+    t.equal(revisionOf(renamed as { name: string }), undefined)
     t.strictSame(await sqlOn(admin, "SELECT to_regclass('plants_schema_version') AS version, count(*)::int AS fences FROM pg_trigger WHERE tgname = 'plant_store_schema_fence'"),
       [{ version: null, fences: 0 }], 'no version recorded, no fence')
   })
