@@ -1,33 +1,39 @@
 import type { NewPlant, Plant } from '../../schemas/index.js'
 
-/** A create waiting for its batch's commit. */
-export interface PendingCreate {
-  plant: NewPlant
-  /** The caller's trace context, for its event (OutboxOptions.traceContext). */
-  traceContext: string | undefined
-  resolve: (plant: Plant) => void
+/** How a write waiting for its batch's commit is answered. */
+export interface Settles<R> {
+  resolve: (result: R) => void
   reject: (error: unknown) => void
 }
 
+/** A create waiting for its batch's commit. */
+export interface PendingCreate extends Settles<Plant> {
+  plant: NewPlant
+  /** The caller's trace context, for its event (OutboxOptions.traceContext). */
+  traceContext: string | undefined
+}
+
 /**
- * Group commit, for the durable stores: the creates that arrive together (in one turn of the
- * event loop) are handed to `commitBatch` as one batch, so that one transaction, one fsync or WAL
- * flush, acknowledges them all. `commitBatch` settles every create of its batch and never rejects.
+ * Group commit, for the durable stores: the writes that arrive together (in one turn of the event
+ * loop) are handed to `commitBatch` as one batch, in the order they came, so that one transaction,
+ * one fsync or WAL flush, acknowledges them all. `commitBatch` settles every write of its batch and
+ * never rejects.
  */
-export class GroupCommit {
-  #pending: PendingCreate[] = []
+export class GroupCommit<P extends Settles<never>> {
+  #pending: P[] = []
   // Batches still committing (waiting for another process's lock), for close to wait for.
   readonly #committing = new Set<Promise<void>>()
-  readonly #commitBatch: (batch: PendingCreate[]) => Promise<void>
+  readonly #commitBatch: (batch: P[]) => Promise<void>
 
-  constructor (commitBatch: (batch: PendingCreate[]) => Promise<void>) {
+  constructor (commitBatch: (batch: P[]) => Promise<void>) {
     this.#commitBatch = commitBatch
   }
 
-  create (plant: NewPlant, traceContext?: string): Promise<Plant> {
-    return new Promise<Plant>((resolve, reject) => {
+  /** Queues the write that `pending` makes of its settle functions; resolves or rejects as its batch settles it. */
+  add<R> (pending: (settles: Settles<R>) => P): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
       if (this.#pending.length === 0) setImmediate(() => this.flush())
-      this.#pending.push({ plant, traceContext, resolve, reject })
+      this.#pending.push(pending({ resolve, reject }))
     })
   }
 

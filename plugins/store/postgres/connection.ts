@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { locateFailure } from './failures.js'
 
@@ -40,9 +41,18 @@ export function ignore () {}
 // Clients of the store's own pools that reported an error while no one else listened: lost.
 const broken = new WeakSet<pg.ClientBase>()
 
-/** A query of the store's own: ids come back as BigInt. */
-export const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], name?: string) =>
-  client.query<R>({ text, values, name, types: TYPES })
+// A prepared statement's name, made from its text: never two texts under one name, and within
+// PostgreSQL's 63 bytes however long the table's name (a longer one would be cut, and clash).
+const statementNames = new Map<string, string>()
+function statementName (text: string): string {
+  let name = statementNames.get(text)
+  if (name === undefined) statementNames.set(text, name = `plant-store ${createHash('sha256').update(text).digest('base64url').slice(0, 32)}`)
+  return name
+}
+
+/** A query of the store's own: ids come back as BigInt. A `prepared` one is parsed once per connection. */
+export const query = <R extends pg.QueryResultRow> (client: pg.PoolClient, text: string, values: unknown[] = [], prepared = false) =>
+  client.query<R>({ text, values, name: prepared ? statementName(text) : undefined, types: TYPES })
 
 /**
  * Runs `work` on a pooled connection within `timeout` ms, and classifies a failure by where it

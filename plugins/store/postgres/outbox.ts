@@ -11,7 +11,7 @@ import { addTraceContext, addTraceContextSql, FENCE_MARK, fenceFunction, fenceTr
 import { sqlName, type TableName } from './table.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
-export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string) => Promise<pg.QueryResult<R>>
+export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], prepared?: boolean) => Promise<pg.QueryResult<R>>
 
 // The most finished events one prune removes: each prune is one short statement.
 const PRUNE_BATCH = 250

@@ -37,8 +37,6 @@ const revisedPlant = (name: string, tag: string | null | undefined, revision: bi
 const insertBatchSql = (table: string, revisions: boolean) => `${FENCE_MARK}INSERT INTO ${table} (id, name, tag)
   SELECT * FROM unnest($1::int8[], $2::text[], $3::text[]) ORDER BY 1
   ON CONFLICT (id) DO NOTHING RETURNING id, ${revisionSql(revisions)}`
-// Per table and variant: a named statement is prepared once per connection, under its name.
-const insertBatchName = (table: string, revisions: boolean) => `plant-store-insert-batch ${table}${revisions ? '' : ' without revisions'}`
 
 // A read-only database (a standby after a failover) answers reads but refuses every create: it is
 // not ready; nor is a table that cannot be read (locked whole, changed), nor a schema a newer
@@ -87,7 +85,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   // Group commit, as for SQLite: the creates of one event-loop turn reach the database as one
   // INSERT, so they share one round trip and one WAL flush. The database's own primary key
   // decides: an id it did not insert is taken (409) once read back.
-  readonly #commits = new GroupCommit((batch) => this.#insertGroups(groupsById(batch)))
+  readonly #commits = new GroupCommit<PendingCreate>((batch) => this.#insertGroups(groupsById(batch)))
 
   constructor (source: string | pg.Pool, options: PostgresStoreOptions) {
     const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
@@ -107,8 +105,8 @@ class PostgresStore implements PlantStore, OutboxStore {
     const table = this.#tableSql
     const { revisions } = this.#table
     return this.#outbox !== undefined && this.#outbox.to['plant.created'].length > 0
-      ? { text: insertWithEventsSql(table, this.#outbox.tables, revisions), name: `${insertBatchName(table, revisions)} with events` }
-      : { text: insertBatchSql(table, revisions), name: insertBatchName(table, revisions) }
+      ? insertWithEventsSql(table, this.#outbox.tables, revisions)
+      : insertBatchSql(table, revisions)
   }
 
   /** Checks (and makes) the table; a server that is down is left to the first operation, a setting to fix is refused. */
@@ -156,7 +154,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       // in the bench, beside pgbench's INSERT).
       result = await this.#table.run((client, migration) => {
         used = migration
-        return query<{ id: unknown, revision: bigint | null }>(client, this.#insertBatch.text, values, this.#insertBatch.name)
+        return query<{ id: unknown, revision: bigint | null }>(client, this.#insertBatch, values, true)
       })
       // Compared as decimal text: whatever type the ids came back as, an id inserted is never taken for a 409.
       inserted = new Map(result.rows.map(({ id, revision }) => [String(id), revision]))
@@ -203,7 +201,7 @@ class PostgresStore implements PlantStore, OutboxStore {
     await this.#table.checkIds(result, used!)?.catch(ignore)
   }
 
-  create = (plant: NewPlant) => this.#commits.create(plant, this.#outbox?.options.traceContext?.())
+  create = (plant: NewPlant) => this.#commits.add<Plant>((settles) => ({ plant, traceContext: this.#outbox?.options.traceContext?.(), ...settles }))
 
   get = async (id: bigint) => {
     const { rows: [row] } = await this.#table.answered((client) =>
@@ -248,7 +246,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       const { payloads, traceContext } = outbox.options
       all = [...values, payloads.messageId(), payloadOf(at, payloads), at, outbox.to[type], traceContext?.() ?? null]
     }
-    const { rows: [row] } = await this.#table.answered((client) => query<OneWriteRow>(client, sqlOf(this.#tableSql, this.#table.revisions, outbox?.tables), all))
+    const { rows: [row] } = await this.#table.answered((client) => query<OneWriteRow>(client, sqlOf(this.#tableSql, this.#table.revisions, outbox?.tables), all, true))
     if (row.written && outbox !== undefined) outbox.options.committed?.(type, 1)
     return row
   }
@@ -290,9 +288,9 @@ class PostgresStore implements PlantStore, OutboxStore {
     } catch (error) {
       if (isSettingError(error as PostgresFailure)) throw (error as PostgresFailure).cause
     }
-    const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], statement?: string) => {
+    const runQuery = async <R extends pg.QueryResultRow>(text: string, values: unknown[], prepared?: boolean) => {
       await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
-      return this.#table.answered((client) => query<R>(client, text, values, statement))
+      return this.#table.answered((client) => query<R>(client, text, values, prepared))
     }
     this.#outbox = { options: outboxOptions, clock: outboxOptions.clock ?? systemClock, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
     return postgresOutbox(tables, runQuery, outboxOptions, {

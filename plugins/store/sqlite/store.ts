@@ -9,7 +9,7 @@ import { PlantExistsError, StoreUnavailableError } from '../../http/errors.js'
 import type { OutboxOptions, OutboxStore } from '../outbox.js'
 import { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from './files.js'
 import { pathNow } from './moved.js'
-import { GroupCommit, type PendingCreate } from '../group-commit.js'
+import { GroupCommit, type PendingCreate, type Settles } from '../group-commit.js'
 import { openSqliteOutbox } from './outbox.js'
 import { migrate, SQLITE_SCHEMA_VERSION } from './schema-version.js'
 import { refusalWhileRunning, SchemaWatch } from '../schema-version.js'
@@ -153,6 +153,8 @@ function prepareStatements (db: Database.Database) {
     firstTagPage: db.prepare<[string, number], PlantRow>('SELECT id, name, tag FROM plants WHERE tag = ? ORDER BY id LIMIT ?'),
     nextTagPage: db.prepare<[string, bigint, number], PlantRow>('SELECT id, name, tag FROM plants WHERE tag = ? AND id > ? ORDER BY id LIMIT ?'),
     update: db.prepare<[string, string | null, bigint, bigint]>('UPDATE plants SET name = ?, tag = ?, revision = ? WHERE id = ?'),
+    // An update without a precondition: one statement, which finds the plant and writes it.
+    updateAny: db.prepare<[string, string | null, bigint], bigint>('UPDATE plants SET name = ?, tag = ?, revision = revision + 1 WHERE id = ? RETURNING revision').pluck(),
     remove: db.prepare<[bigint]>('DELETE FROM plants WHERE id = ?'),
     // Read in each write transaction: a newer release's upgrade, committed before it, is seen.
     version: db.prepare<[], unknown>('PRAGMA user_version').pluck(),
@@ -292,18 +294,15 @@ class SqliteStore implements PlantStore, OutboxStore {
   readonly #db: Database.Database
   readonly #statements: ReturnType<typeof prepareStatements>
   readonly #files: OpenedFiles
-  readonly #commits = new GroupCommit((batch) => this.#commitBatch(batch))
+  readonly #commits = new GroupCommit<PendingWrite>((batch) => this.#commitBatch(batch))
   // Once webhooks are on, each plant's event is written in the plant's own transaction.
   #outbox: ReturnType<typeof openSqliteOutbox> | undefined
   #committed: NonNullable<OutboxOptions['committed']> = () => {}
   #traceContext: NonNullable<OutboxOptions['traceContext']> = () => undefined
   // What events are stamped with: the outbox's clock.
   #eventClock: Clock = systemClock
-  #events = 0 // events written by the batch committing
-  // Per create: the revision it was stored at, or why it was not (its id taken).
-  readonly #insertBatch: (batch: PendingCreate[], at: number) => Array<InstanceType<typeof SqliteError> | number>
-  readonly #removeWithEvent: Written<boolean | 'precondition-failed'>
-  readonly #updateWithEvent: Written<UpdateResult, Plant>
+  // Per write: what it came to, or why it was not made (a create's id taken); and the events written, by type.
+  readonly #writeBatch: (batch: PendingWrite[], at: number) => BatchWritten
   readonly #busyWaitMs: number
   readonly #schema: SchemaWatch
   readonly #file: string
@@ -317,48 +316,71 @@ class SqliteStore implements PlantStore, OutboxStore {
     // holds the write lock a create waits for only microseconds. It checkpoints the log too.
     if (bookkeeping) db.pragma('synchronous = NORMAL')
     this.#busyWaitMs = bookkeeping ? BOOKKEEPING_BUSY_WAIT_MS : BUSY_WAIT_MS
-    const statements = this.#statements = prepareStatements(db)
+    this.#statements = prepareStatements(db)
     this.#files = new OpenedFiles(file, db, log, bookkeeping, clock)
-    this.#insertBatch = db.transaction((batch: PendingCreate[], at: number) => {
+    this.#writeBatch = db.transaction((batch: PendingWrite[], at: number) => {
       this.#assertVersion()
-      const inserted: PendingCreate[] = []
-      const failures = batch.map((create) => {
-        const { plant } = create
-        const revision = firstRevision()
-        try {
-          statements.insert.run(plant.id, plant.name, plant.tag ?? null, revision)
-        } catch (error) {
-          // A taken id fails its own statement only; any other failure ends the whole transaction.
-          if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
-          throw error
-        }
-        inserted.push(create)
-        return revision
-      })
-      // The events of the plants inserted, together. Outside that catch: a failure to write them fails the batch, never passes for a 409.
-      this.#events = this.#outbox?.created(inserted, at) ?? 0
-      return failures
-    })
-    this.#removeWithEvent = db.transaction((id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined) => {
-      this.#assertVersion()
-      if (precondition?.ifRevision !== undefined) {
-        const row = statements.select.get(id)
-        if (row !== undefined && !satisfies(String(row.revision), precondition)) return { result: 'precondition-failed' as const, event: false }
+      const events = { 'plant.created': 0, 'plant.updated': 0, 'plant.deleted': 0 }
+      // The creates' events are written together, before any later write's: each plant's events stay in the order of its writes.
+      let inserted: PendingCreate[] = []
+      const writeCreated = () => {
+        events['plant.created'] += this.#outbox?.created(inserted, at) ?? 0
+        inserted = []
       }
-      const deleted = statements.remove.run(id).changes > 0
-      return { result: deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
+      const results = batch.map((write) => {
+        if (write.kind === 'create') {
+          const revision = this.#insert(write.plant)
+          if (typeof revision === 'number') inserted.push(write)
+          return revision
+        }
+        writeCreated()
+        const { result, event } = write.kind === 'update' ? this.#updateOne(write, at) : this.#removeOne(write, at)
+        if (event) events[write.kind === 'update' ? 'plant.updated' : 'plant.deleted']++
+        return result
+      })
+      writeCreated()
+      return { results, events }
     }).immediate
-    // Read and written in one IMMEDIATE transaction: no other connection writes between the two.
-    this.#updateWithEvent = db.transaction((id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined, plant: Plant) => {
-      this.#assertVersion()
-      const row = statements.select.get(id)
-      if (row === undefined) return { result: 'not-found' as const, event: false }
-      if (!satisfies(String(row.revision), precondition)) return { result: 'precondition-failed' as const, event: false }
-      const revision = row.revision + 1n
-      statements.update.run(plant.name, plant.tag ?? null, revision, id)
-      const event = this.#outbox?.updated({ id, ...plant }, at, traceContext) === true
-      return { result: revised(toPlant(plant.name, plant.tag), revision), event }
-    }).immediate
+  }
+
+  /** Inserts a plant: its revision, or, for a taken id, the error of its own statement only (any other ends the whole transaction). */
+  #insert ({ id, name, tag }: NewPlant): number | InstanceType<typeof SqliteError> {
+    const revision = firstRevision()
+    try {
+      this.#statements.insert.run(id, name, tag ?? null, revision)
+      return revision
+    } catch (error) {
+      if (error instanceof SqliteError && error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY') return error
+      throw error
+    }
+  }
+
+  // Read and written in the batch's IMMEDIATE transaction: no other connection writes between the two.
+  #updateOne ({ id, plant, precondition, traceContext }: PendingUpdate, at: number): { result: UpdateResult, event: boolean } {
+    const revision = precondition?.ifRevision === undefined ? this.#statements.updateAny.get(plant.name, plant.tag ?? null, id) : this.#updateIf(id, plant, precondition)
+    if (typeof revision === 'string' || revision === undefined) return { result: revision ?? 'not-found', event: false }
+    const event = this.#outbox?.updated({ id, ...plant }, at, traceContext) === true
+    return { result: revised(toPlant(plant.name, plant.tag), revision), event }
+  }
+
+  /** An update under a precondition: the plant's new revision, or why it was not written. */
+  #updateIf (id: bigint, plant: Plant, precondition: WritePrecondition): bigint | 'not-found' | 'precondition-failed' {
+    const { select, update } = this.#statements
+    const row = select.get(id)
+    if (row === undefined) return 'not-found'
+    if (!satisfies(String(row.revision), precondition)) return 'precondition-failed'
+    update.run(plant.name, plant.tag ?? null, row.revision + 1n, id)
+    return row.revision + 1n
+  }
+
+  #removeOne ({ id, precondition, traceContext }: PendingDelete, at: number): { result: boolean | 'precondition-failed', event: boolean } {
+    const { select, remove } = this.#statements
+    if (precondition?.ifRevision !== undefined) {
+      const row = select.get(id)
+      if (row !== undefined && !satisfies(String(row.revision), precondition)) return { result: 'precondition-failed', event: false }
+    }
+    const deleted = remove.run(id).changes > 0
+    return { result: deleted, event: deleted && this.#outbox?.deleted(id, at, traceContext) === true }
   }
 
   /**
@@ -395,24 +417,25 @@ class SqliteStore implements PlantStore, OutboxStore {
     }
   }
 
-  async #commitBatch (batch: PendingCreate[]) {
-    let results: Array<InstanceType<typeof SqliteError> | number>
+  async #commitBatch (batch: PendingWrite[]) {
+    let written: BatchWritten
     try {
-      results = await this.#write(() => this.#insertBatch(batch, this.#eventClock.now()))
+      written = await this.#write(() => this.#writeBatch(batch, this.#eventClock.now()))
     } catch (error) {
-      // Rolled back, or committed to a file that is gone: no plant of this batch is kept.
+      // Rolled back, or committed to a file that is gone: no write of this batch is kept.
       for (const { reject } of batch) reject(error)
       return
     }
-    batch.forEach(({ plant, resolve, reject }, i) => {
-      const result = results[i]
-      if (typeof result === 'number') resolve(revised(toPlant(plant.name, plant.tag), result))
-      else reject(translate(result))
+    batch.forEach((write, i) => {
+      const result = written.results[i]
+      if (write.kind !== 'create') write.resolve(result as never)
+      else if (typeof result === 'number') write.resolve(revised(toPlant(write.plant.name, write.plant.tag), result))
+      else write.reject(translate(result))
     })
-    if (this.#events > 0) this.#committed('plant.created', this.#events)
+    for (const [type, count] of Object.entries(written.events) as Array<[WrittenType, number]>) if (count > 0) this.#committed(type, count)
   }
 
-  create = (plant: NewPlant) => this.#commits.create(plant, this.#traceContext())
+  create = (plant: NewPlant) => this.#commits.add<Plant>((settles) => ({ kind: 'create', plant, traceContext: this.#traceContext(), ...settles }))
 
   get = (id: bigint) => this.#read(() => {
     const row = this.#statements.select.get(id)
@@ -431,17 +454,11 @@ class SqliteStore implements PlantStore, OutboxStore {
     return rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
   })
 
-  delete = (id: bigint, precondition?: WritePrecondition) => this.#written('plant.deleted', this.#removeWithEvent, id, precondition, undefined)
+  delete = (id: bigint, precondition?: WritePrecondition) =>
+    this.#commits.add<boolean | 'precondition-failed'>((settles) => ({ kind: 'delete', id, precondition, traceContext: this.#traceContext(), ...settles }))
 
-  update = (id: bigint, plant: Plant, precondition?: WritePrecondition) => this.#written('plant.updated', this.#updateWithEvent, id, precondition, plant)
-
-  /** A write of one plant, committed (and fsynced) alone, with its event when it wrote one. */
-  async #written<R, A> (type: 'plant.deleted' | 'plant.updated', transaction: Written<R, A>, id: bigint, precondition: WritePrecondition | undefined, argument: A) {
-    const traceContext = this.#traceContext()
-    const { result, event } = await this.#write(() => transaction(id, precondition, this.#eventClock.now(), traceContext, argument))
-    if (event) this.#committed(type, 1)
-    return result
-  }
+  update = (id: bigint, plant: Plant, precondition?: WritePrecondition) =>
+    this.#commits.add<UpdateResult>((settles) => ({ kind: 'update', id, plant, precondition, traceContext: this.#traceContext(), ...settles }))
 
   openOutbox = async (options: OutboxOptions) => {
     this.#outbox = await this.#write(() => openSqliteOutbox(this.#db, { write: this.#write, read: this.#read, assertVersion: this.#assertVersion }, options))
@@ -475,9 +492,16 @@ class SqliteStore implements PlantStore, OutboxStore {
   }
 }
 
-/** A transaction that writes one plant and, when an endpoint takes it, its event: what it came to, and whether it wrote the event. */
-type Written<R, A = undefined> = (id: bigint, precondition: WritePrecondition | undefined, at: number, traceContext: string | undefined, argument: A) =>
-{ result: R, event: boolean }
+type WrittenType = 'plant.created' | 'plant.updated' | 'plant.deleted'
+interface BatchWritten { results: unknown[], events: Record<WrittenType, number> }
+interface PendingUpdate extends Settles<UpdateResult> {
+  kind: 'update', id: bigint, plant: Plant, precondition: WritePrecondition | undefined, traceContext: string | undefined
+}
+interface PendingDelete extends Settles<boolean | 'precondition-failed'> {
+  kind: 'delete', id: bigint, precondition: WritePrecondition | undefined, traceContext: string | undefined
+}
+/** A write waiting for its batch's commit: creates, updates and deletes share one transaction per turn of the loop. */
+type PendingWrite = PendingCreate & { kind: 'create' } | PendingUpdate | PendingDelete
 
 export interface SqliteStoreOptions {
   /** Where the store says what became of a database moved or replaced under it. */
