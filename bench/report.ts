@@ -2,12 +2,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 
-/** A new plant with a small id, one with a 64-bit id, a body the schema refuses, no token, a page of the list. */
-export type Path = 'create' | 'create64' | 'invalid' | 'anonymous' | 'list'
-export const PATHS: readonly Path[] = ['create', 'create64', 'invalid', 'anonymous', 'list']
+/** A new plant with a small id, one with a 64-bit id, a body the schema refuses, no token, a page of the list, a stored plant replaced. */
+export type Path = 'create' | 'create64' | 'invalid' | 'anonymous' | 'list' | 'update'
+export const PATHS: readonly Path[] = ['create', 'create64', 'invalid', 'anonymous', 'list', 'update']
 
 /** The status every response of a run on that path should have. */
-export const EXPECTED_STATUS: Record<Path, number> = { create: 200, create64: 200, invalid: 400, anonymous: 401, list: 200 }
+export const EXPECTED_STATUS: Record<Path, number> = { create: 200, create64: 200, invalid: 400, anonymous: 401, list: 200, update: 200 }
 
 /** The two baselines every target is compared with: a bare node:http server and plain Fastify. */
 export const BASELINES = ['node:http', 'fastify'] as const
@@ -47,7 +47,7 @@ export type Summary = { target: string, path: Path, rounds: number } & Record<Me
   vs: Partial<Record<Baseline, Ratios>>
 }
 
-export interface Comparison { label: string, path: Path, reqPerSec: number | null, p50Ms: number | null }
+export interface Comparison { label: string, path: Path, reqPerSec: number | null, p50Ms: number | null, cpuUsPerRequest: number | null }
 
 export function median (values: (number | null)[]): number | null {
   const sorted = values.filter((value): value is number => value !== null && Number.isFinite(value))
@@ -99,12 +99,22 @@ export function summarize (runs: Run[]): Summary[] {
   return summaries
 }
 
-/** The median req/s and p50 on `path` of `numerator` over those of `denominator`, when both ran. */
-export function compare (summaries: Summary[], numerator: string, denominator: string, path: Path = 'create'): Comparison | undefined {
-  const find = (target: string) => summaries.find((summary) => summary.target === target && summary.path === path)
-  const [top, bottom] = [find(numerator), find(denominator)]
+/**
+ * The median req/s, p50 and CPU per request on `path` of `numerator` over those of `denominator`
+ * on `denominatorPath` (by default the same path), when both ran.
+ */
+export function compare (summaries: Summary[], numerator: string, denominator: string, path: Path = 'create', denominatorPath = path): Comparison | undefined {
+  const find = (target: string, on: Path) => summaries.find((summary) => summary.target === target && summary.path === on)
+  const [top, bottom] = [find(numerator, path), find(denominator, denominatorPath)]
   if (top === undefined || bottom === undefined) return undefined
-  return { label: `${numerator} / ${denominator}`, path, reqPerSec: ratio(top.reqPerSec, bottom.reqPerSec), p50Ms: ratio(top.p50Ms, bottom.p50Ms) }
+  const label = path === denominatorPath ? `${numerator} / ${denominator}` : `${numerator} ${PATH_LABEL[path]} / ${denominator} ${PATH_LABEL[denominatorPath]}`
+  return {
+    label,
+    path,
+    reqPerSec: ratio(top.reqPerSec, bottom.reqPerSec),
+    p50Ms: ratio(top.p50Ms, bottom.p50Ms),
+    cpuUsPerRequest: ratio(top.cpuUsPerRequest, bottom.cpuUsPerRequest)
+  }
 }
 
 function format (value: number | null | undefined, digits = 0): string {
@@ -112,7 +122,7 @@ function format (value: number | null | undefined, digits = 0): string {
 }
 
 export const PATH_LABEL: Record<Path, string> = {
-  create: 'POST 200', create64: 'POST 200 int64', invalid: 'POST 400', anonymous: 'POST 401', list: 'GET page'
+  create: 'POST 200', create64: 'POST 200 int64', invalid: 'POST 400', anonymous: 'POST 401', list: 'GET page', update: 'PUT 200'
 }
 
 export interface TableInput {
@@ -136,11 +146,13 @@ const LIMITS: Array<{ path: Path, ratio: keyof Ratios, limit: number, atLeast?: 
 export const STARTUP_LIMIT_MS = 400
 // Targets between two of the run's own figures: a store with many plants against the same store
 // empty, PostgreSQL against pgbench.
-const COMPARISON_LIMITS: Array<{ label: RegExp, path: Path, ratio: 'reqPerSec' | 'p50Ms', limit: number, atLeast?: true }> = [
+const COMPARISON_LIMITS: Array<{ label: RegExp, path: Path, ratio: 'reqPerSec' | 'p50Ms' | 'cpuUsPerRequest', limit: number, atLeast?: true }> = [
   { label: /^sqlite\+\S+ \/ sqlite$/, path: 'create', ratio: 'reqPerSec', limit: 0.9, atLeast: true },
   // "Flat in store size": a page takes at most a quarter longer with the plants preloaded.
   { label: /^(sqlite|postgres)\+\S+ \/ \1$/, path: 'list', ratio: 'p50Ms', limit: 1.25 },
-  { label: /^postgres(\+\S+)? \/ pgbench$/, path: 'create', ratio: 'reqPerSec', limit: 0.8, atLeast: true }
+  { label: /^postgres(\+\S+)? \/ pgbench$/, path: 'create', ratio: 'reqPerSec', limit: 0.8, atLeast: true },
+  // An update costs about what a create does, on each store.
+  { label: /^(\S+) PUT 200 \/ \1 POST 200$/, path: 'update', ratio: 'cpuUsPerRequest', limit: 1.15 }
 ]
 
 /** One line per target (LIMITS, COMPARISON_LIMITS, STARTUP_LIMIT_MS) that this run measured: the figure, the limit, met or missed. */
@@ -195,8 +207,8 @@ export function table ({ summaries, comparisons, startupMs, notes }: TableInput)
     line(widths.map((width) => '-'.repeat(width))),
     ...rows.map(line),
     '',
-    ...comparisons.map(({ label, path, reqPerSec, p50Ms }) =>
-      `${label} (${PATH_LABEL[path]}): req/s ratio ${format(reqPerSec, 3)}, p50 ratio ${format(p50Ms, 3)}`),
+    ...comparisons.map(({ label, path, reqPerSec, p50Ms, cpuUsPerRequest }) =>
+      `${label} (${PATH_LABEL[path]}): req/s ratio ${format(reqPerSec, 3)}, p50 ratio ${format(p50Ms, 3)}, CPU ratio ${format(cpuUsPerRequest, 3)}`),
     `start-up on a fresh SQLite file (spawn → first 200 of GET /healthz): median ${format(median(startupMs), 1)} ms` +
       ` over ${startupMs.length} (${startupMs.map((ms) => ms.toFixed(0)).join(', ')} ms)`,
     '',

@@ -6,9 +6,19 @@ import type { Path } from './report.js'
 let nextId = 1
 const SNOWFLAKE = 2n ** 62n
 
+/** The plants each update run replaces, one after another: ids -1 … -UPDATE_POOL, stored by seedRequests first. */
+export const UPDATE_POOL = 1000
+
+/** The create of each plant of the update pool in turn, for UPDATE_POOL requests (a preloaded store has them: those answer 409). */
+export function seedRequest (): Request {
+  let seeded = 0
+  return { setupRequest: (request) => ({ ...request, body: `{"id":${-1 - seeded++},"name":"Monstera","tag":"tropical"}` }) }
+}
+
 /**
- * The request autocannon repeats on `path`: a new plant, a body the schema refuses, no token, or
- * a page after a random one of `preloaded` plants (the bench's preloads have ids -1 to -preloaded).
+ * The request autocannon repeats on `path`: a new plant, a body the schema refuses, no token, a
+ * page after a random one of `preloaded` plants (the bench's preloads have ids -1 to -preloaded),
+ * or a plant of the update pool renamed (a PUT without If-Match, as most clients send it).
  */
 export function requestFor (path: Path, preloaded = 1_000_000): Request {
   if (path === 'create') {
@@ -22,6 +32,11 @@ export function requestFor (path: Path, preloaded = 1_000_000): Request {
     // On a store without preloaded plants, every request is the first page of the plants created.
     const after = () => -1 - Math.floor(Math.random() * preloaded)
     return { setupRequest: (request) => ({ ...request, method: 'GET', body: undefined, path: `/plants?limit=100&after=${after()}` }) }
+  }
+  if (path === 'update') {
+    let next = 0
+    const body = '{"name":"Monstera deliciosa","tag":"tropical"}'
+    return { setupRequest: (request) => ({ ...request, method: 'PUT', body, path: `/plants/${-1 - (next++ % UPDATE_POOL)}` }) }
   }
   return { body: path === 'invalid' ? '{"id":"x","name":"Monstera"}' : '{"id":1,"name":"Monstera"}' }
 }

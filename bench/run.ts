@@ -1,4 +1,4 @@
-// The benchmark: POST /plants on the real service (memory, SQLite, PostgreSQL) against two
+// The benchmark: POST /plants (and PUT /plants/{id}) on the real service (memory, SQLite, PostgreSQL) against two
 // baselines, a bare node:http server and a plain Fastify app, interleaved round by round. `node dist/bench/run.js --help` lists the options.
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -11,7 +11,7 @@ import autocannon, { type Instance } from 'autocannon'
 import {
   BASELINES, EXPECTED_STATUS, PATH_LABEL, compare, percentile, summarize, table, writeResults, type Comparison, type Path, type Run
 } from './report.js'
-import { headersFor, requestFor } from './requests.js'
+import { headersFor, requestFor, seedRequest, UPDATE_POOL } from './requests.js'
 import {
   createDatabase, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
@@ -190,6 +190,16 @@ async function measurePgbench ({ url, script }: PgbenchTarget, round: number): P
   }
 }
 
+/** Stores the plants the update runs replace (UPDATE_POOL of them): a 200 or, already there, a 409 each. */
+async function seedUpdatePool ({ name, server }: HttpTarget) {
+  checkInterrupted()
+  const result = await autocannon({
+    url: `${server.url}/plants`, method: 'POST', connections: 10, amount: UPDATE_POOL, headers: headersFor('create', token), requests: [seedRequest()]
+  })
+  const stored = Object.entries(result.statusCodeStats).filter(([code]) => code === '200' || code === '409').reduce((sum, [, { count }]) => sum + count, 0)
+  if (stored !== UPDATE_POOL) fail(`${name}: storing the update pool: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
+}
+
 /** One run, recorded; a run that failed or got no expected answer at all counts as a failure. */
 async function runOnce (target: Target, path: Path, round: number, seconds: number, record = true) {
   const label = `${target.name} ${target.kind === 'pgbench' ? 'INSERT' : PATH_LABEL[path]}`
@@ -315,6 +325,9 @@ async function main () {
     for (const [name, server] of int64Servers) await runOnce({ kind: 'http', name: `${name} (int64)`, server }, 'create64', 0, warmupSeconds, false)
   }
   const shortTargets = httpTargets.filter(({ name }) => (BASELINES as readonly string[]).includes(name) || name.startsWith('memory'))
+  // PUT on this build's service on each store, next to its POST: the plants it replaces stored first.
+  const updateTargets = httpTargets.filter(({ name }) => STORES.includes(name))
+  for (const target of updateTargets) await seedUpdatePool(target)
   // A page of the list on the durable stores, empty and preloaded: its time must not grow with the store.
   const listTargets = httpTargets.filter(({ name }) => /^(sqlite|postgres)(\+\S+)?$/.test(name))
   for (let round = 1; round <= rounds; round++) {
@@ -326,6 +339,7 @@ async function main () {
       }
     }
     for (const target of listTargets) await runOnce(target, 'list', round, shortSeconds)
+    for (const target of updateTargets) await runOnce(target, 'update', round, duration)
   }
 
   const summaries = summarize(runs)
@@ -336,7 +350,8 @@ async function main () {
     compare(summaries, `postgres+${count(preload)}`, 'postgres'),
     compare(summaries, `postgres+${count(preload)}`, 'pgbench'),
     compare(summaries, `sqlite+${count(preload)}`, 'sqlite', 'list'),
-    compare(summaries, `postgres+${count(preload)}`, 'postgres', 'list')
+    compare(summaries, `postgres+${count(preload)}`, 'postgres', 'list'),
+    ...STORES.map((store) => compare(summaries, store, store, 'update', 'create'))
   ].filter((comparison): comparison is Comparison => comparison !== undefined)
   const allNotes = [
     'CPU µs/req: utime+stime of the server process ÷ requests completed (PostgreSQL\'s own CPU not included); ' +
