@@ -8,11 +8,11 @@ import { checkShape } from './migration.js'
 import { DEFAULT_TABLE, sqlName, type TableName } from './table.js'
 import { FENCE_MARK, versionTable } from './schema-version.js'
 import { CheckedTable } from './checked-table.js'
-import { GroupCommit, type PendingCreate } from '../group-commit.js'
+import { GroupCommit, type PendingCreate, type Settles } from '../group-commit.js'
 import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox, revisionSql } from './outbox.js'
 import { revised } from '../revision.js'
-import { conditionalDeleteSql, updateSql, type OneWriteRow } from './writes.js'
+import { conditionalDeleteSql, updateBatchSql, type OneWriteRow } from './writes.js'
 import { noLog, toPlant, type ListOptions, type PlantStore, type StoreLog, type UpdateResult, type WritePrecondition } from '../types.js'
 
 export type { StoreLog }
@@ -65,6 +65,24 @@ function groupsById (batch: PendingCreate[]): PendingCreate[][] {
   return [...groups.values()]
 }
 
+/** An update waiting for its batch's statement. */
+interface PendingUpdate extends Settles<UpdateResult> {
+  id: bigint
+  plant: Plant
+  precondition: WritePrecondition | undefined
+  traceContext: string | undefined
+}
+
+/** A batch's updates in rounds of distinct ids, each in ascending id order: a plant's later update waits for its earlier one's round. */
+function distinctRounds (batch: PendingUpdate[]): PendingUpdate[][] {
+  const rounds: Array<Map<bigint, PendingUpdate>> = []
+  for (const update of batch) {
+    const round = rounds.find((ids) => !ids.has(update.id)) ?? rounds[rounds.push(new Map()) - 1]
+    round.set(update.id, update)
+  }
+  return rounds.map((round) => [...round.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+}
+
 /**
  * A store in a PostgreSQL database, shared by any number of service instances, on a pool of its
  * own (for a URL) or on a host's `pg.Pool`, which it uses and never ends. It resolves even when
@@ -86,6 +104,10 @@ class PostgresStore implements PlantStore, OutboxStore {
   // INSERT, so they share one round trip and one WAL flush. The database's own primary key
   // decides: an id it did not insert is taken (409) once read back.
   readonly #commits = new GroupCommit<PendingCreate>((batch) => this.#insertGroups(groupsById(batch)))
+  // The updates of one turn likewise: one statement, one round trip, for all of them.
+  readonly #updates = new GroupCommit<PendingUpdate>(async (batch) => {
+    for (const round of distinctRounds(batch)) await this.#updateRound(round)
+  })
 
   constructor (source: string | pg.Pool, options: PostgresStoreOptions) {
     const { schema, table = DEFAULT_TABLE, log = noLog, statementTimeout = STATEMENT_TIMEOUT_MS } = options
@@ -228,15 +250,50 @@ class PostgresStore implements PlantStore, OutboxStore {
     return result.rows.map(({ id, name, tag }) => ({ id, ...toPlant(name, tag) }))
   }
 
-  update = async (id: bigint, plant: Plant, precondition?: WritePrecondition): Promise<UpdateResult> => {
-    const row = await this.#writeOne('plant.updated', updateSql, [id, plant.name, plant.tag ?? null, precondition?.ifRevision ?? null],
-      (at, payloads) => payloads.updated({ id, ...plant }, at))
-    if (row.written) return revisedPlant(plant.name, plant.tag, row.revision)
-    return row.found ? 'precondition-failed' : 'not-found'
+  update = (id: bigint, plant: Plant, precondition?: WritePrecondition) =>
+    this.#updates.add<UpdateResult>((settles) => ({ id, plant, precondition, traceContext: this.#outbox?.options.traceContext?.(), ...settles }))
+
+  /** Writes updates of distinct ids in one statement and settles each; a lock another transaction holds makes each go alone. */
+  async #updateRound (round: PendingUpdate[]): Promise<void> {
+    let rows: Map<string, OneWriteRow>
+    try {
+      rows = new Map((await this.#updateStatement(round)).map((row) => [String(row.id), row]))
+    } catch (error) {
+      const failure = error as PostgresFailure
+      if (failure.where === 'wait' && round.length > 1) {
+        await Promise.all(round.map((update) => this.#updateRound([update])))
+        return
+      }
+      for (const { reject } of round) reject(answerFor(failure))
+      return
+    }
+    for (const { id, plant, resolve } of round) {
+      const row = rows.get(String(id))!
+      resolve(row.written ? revisedPlant(plant.name, plant.tag, row.revision) : row.found ? 'precondition-failed' : 'not-found')
+    }
+  }
+
+  async #updateStatement (round: PendingUpdate[]) {
+    const values: unknown[] = [round.map(({ id }) => id), round.map(({ plant }) => plant.name), round.map(({ plant }) => plant.tag ?? null),
+      JSON.stringify(round.map(({ precondition }) => precondition?.ifRevision ?? null))]
+    const outbox = this.#outbox !== undefined && this.#outbox.to['plant.updated'].length > 0 ? this.#outbox : undefined
+    if (outbox !== undefined) {
+      await outbox.tablesMade()
+      const at = new Date(outbox.clock.now())
+      const { payloads } = outbox.options
+      const traced = round.some(({ traceContext }) => traceContext !== undefined)
+      values.push(at, JSON.stringify(round.map(() => payloads.messageId())), JSON.stringify(round.map(({ id, plant }) => payloads.updated({ id, ...plant }, at))),
+        traced ? JSON.stringify(round.map(({ traceContext }) => traceContext ?? null)) : null, outbox.to['plant.updated'])
+    }
+    const { rows } = await this.#table.run((client) =>
+      query<OneWriteRow & { id: bigint }>(client, updateBatchSql(this.#tableSql, this.#table.revisions, outbox?.tables), values, true))
+    const written = rows.filter((row) => row.written).length
+    if (outbox !== undefined && written > 0) outbox.options.committed?.('plant.updated', written)
+    return rows
   }
 
   /** One plant's write, with its event in the same statement when an endpoint takes its type. */
-  async #writeOne (type: 'plant.updated' | 'plant.deleted', sqlOf: typeof updateSql, values: unknown[],
+  async #writeOne (type: 'plant.updated' | 'plant.deleted', sqlOf: typeof conditionalDeleteSql, values: unknown[],
     payloadOf: (at: Date, payloads: OutboxOptions['payloads']) => string): Promise<OneWriteRow> {
     const outbox = this.#outbox !== undefined && this.#outbox.to[type].length > 0 ? this.#outbox : undefined
     let all = values
