@@ -214,9 +214,9 @@ function readLongNumbers (value: unknown, { parents, keys, longNumbers }: Shape)
 // JSON's whitespace, and a string without escapes or control characters (its text is its value).
 const _ = '[ \\t\\n\\r]*'
 const PLAIN_STRING = '"([^"\\\\\\x00-\\x1f]*)"'
-/** The body nearly every client sends: {"id":<integer>,"name":"…"} with "tag":"…" or not, in this order. */
+/** The body nearly every client sends: {"id":<integer>,"name":"…"} with "tag":"…" or not, in this order (a PUT's without the id). */
 const PLANT_BODY = new RegExp(
-  `^${_}\\{${_}"id"${_}:${_}(-?(?:0|[1-9]\\d*))${_},${_}"name"${_}:${_}${PLAIN_STRING}${_}` +
+  `^${_}\\{${_}(?:"id"${_}:${_}(-?(?:0|[1-9]\\d*))${_},${_})?"name"${_}:${_}${PLAIN_STRING}${_}` +
   `(?:,${_}"tag"${_}:${_}${PLAIN_STRING}${_})?\\}${_}$`)
 
 /** A plant body in its usual form, read by one regular expression as the general path reads it. */
@@ -224,8 +224,12 @@ export function parsePlantBody (text: string): object | undefined {
   const match = PLANT_BODY.exec(text)
   if (match === null) return undefined
   const [, id, name, tag] = match
-  const digits = id.startsWith('-') ? id.length - 1 : id.length
-  const plant: Record<string, unknown> = { id: digits > MAX_SHORT_DIGITS ? readLongNumber(id, digits, true) : Number(id), name }
+  const plant: Record<string, unknown> = {}
+  if (id !== undefined) {
+    const digits = id.startsWith('-') ? id.length - 1 : id.length
+    plant.id = digits > MAX_SHORT_DIGITS ? readLongNumber(id, digits, true) : Number(id)
+  }
+  plant.name = name
   if (tag !== undefined) plant.tag = tag
   return plant
 }
