@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import autocannon from 'autocannon'
 import { PATHS, type Path } from './report.js'
-import { headersFor, requestFor } from './requests.js'
+import { headersFor, requestFor, seedUpdatePool } from './requests.js'
 import { createDatabase, dropDatabase, POSTGRES_ADMIN_URL } from './stores.js'
 import { BASELINE_ENTRIES, cpuMicros, freePort, hasTaskset, spawnTracked, startServer, stop, stopAll } from './targets.js'
 
@@ -119,6 +119,8 @@ try {
   })
   // The server is on core 0, autocannon on core 1, as in the benchmark.
   if (hasTaskset) spawnSync('taskset', ['-a', '-cp', '1', String(process.pid)])
+  const unseeded = path === 'update' ? await seedUpdatePool(server.url, token) : undefined
+  if (unseeded !== undefined) throw new Error(unseeded)
   const load = (duration: number) => autocannon({
     url: `${server.url}/plants`, method: 'POST', connections, duration, headers: headersFor(path, token), requests: [requestFor(path)]
   })

@@ -1,5 +1,5 @@
 // The requests of each measured path, shared by the benchmark and the profiler.
-import type { Request } from 'autocannon'
+import autocannon, { type Request } from 'autocannon'
 import type { Path } from './report.js'
 
 // Every create carries the next id: unique on every server, across all runs of a process.
@@ -9,10 +9,22 @@ const SNOWFLAKE = 2n ** 62n
 /** The plants each update run replaces, one after another: ids -1 … -UPDATE_POOL, stored by seedRequests first. */
 export const UPDATE_POOL = 1000
 
-/** The create of each plant of the update pool in turn, for UPDATE_POOL requests (a preloaded store has them: those answer 409). */
-export function seedRequest (): Request {
+/**
+ * Stores the plants the update runs replace on the service at `url`: the reason when not every
+ * one answered 200 or (already there, as on a preloaded store) 409.
+ */
+export async function seedUpdatePool (url: string, token: string): Promise<string | undefined> {
   let seeded = 0
-  return { setupRequest: (request) => ({ ...request, body: `{"id":${-1 - seeded++},"name":"Monstera","tag":"tropical"}` }) }
+  const result = await autocannon({
+    url: `${url}/plants`,
+    method: 'POST',
+    connections: 10,
+    amount: UPDATE_POOL,
+    headers: headersFor('create', token),
+    requests: [{ setupRequest: (request) => ({ ...request, body: `{"id":${-1 - seeded++},"name":"Monstera","tag":"tropical"}` }) }]
+  })
+  const stored = Object.entries(result.statusCodeStats).filter(([code]) => code === '200' || code === '409').reduce((sum, [, { count }]) => sum + count, 0)
+  return stored === UPDATE_POOL ? undefined : `storing the update pool: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`
 }
 
 /**

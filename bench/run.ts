@@ -11,7 +11,7 @@ import autocannon, { type Instance } from 'autocannon'
 import {
   BASELINES, EXPECTED_STATUS, PATH_LABEL, compare, percentile, summarize, table, writeResults, type Comparison, type Path, type Run
 } from './report.js'
-import { headersFor, requestFor, seedRequest, UPDATE_POOL } from './requests.js'
+import { headersFor, requestFor, seedUpdatePool } from './requests.js'
 import {
   createDatabase, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
@@ -190,14 +190,11 @@ async function measurePgbench ({ url, script }: PgbenchTarget, round: number): P
   }
 }
 
-/** Stores the plants the update runs replace (UPDATE_POOL of them): a 200 or, already there, a 409 each. */
-async function seedUpdatePool ({ name, server }: HttpTarget) {
+/** Stores the plants the update runs replace. */
+async function seedUpdates ({ name, server }: HttpTarget) {
   checkInterrupted()
-  const result = await autocannon({
-    url: `${server.url}/plants`, method: 'POST', connections: 10, amount: UPDATE_POOL, headers: headersFor('create', token), requests: [seedRequest()]
-  })
-  const stored = Object.entries(result.statusCodeStats).filter(([code]) => code === '200' || code === '409').reduce((sum, [, { count }]) => sum + count, 0)
-  if (stored !== UPDATE_POOL) fail(`${name}: storing the update pool: ${JSON.stringify(result.statusCodeStats)}, ${result.errors} errors`)
+  const failure = await seedUpdatePool(server.url, token)
+  if (failure !== undefined) fail(`${name}: ${failure}`)
 }
 
 /** One run, recorded; a run that failed or got no expected answer at all counts as a failure. */
@@ -327,7 +324,7 @@ async function main () {
   const shortTargets = httpTargets.filter(({ name }) => (BASELINES as readonly string[]).includes(name) || name.startsWith('memory'))
   // PUT on this build's service on each store, next to its POST: the plants it replaces stored first.
   const updateTargets = httpTargets.filter(({ name }) => STORES.includes(name))
-  for (const target of updateTargets) await seedUpdatePool(target)
+  for (const target of updateTargets) await seedUpdates(target)
   // A page of the list on the durable stores, empty and preloaded: its time must not grow with the store.
   const listTargets = httpTargets.filter(({ name }) => /^(sqlite|postgres)(\+\S+)?$/.test(name))
   for (let round = 1; round <= rounds; round++) {
