@@ -128,7 +128,8 @@ function updateCases (withStore: WithStore) {
     const updated = await store.update(1n, { name: 'big fern' })
     assert.deepEqual(updated, { name: 'big fern' }, 'the tag is gone: the plant is replaced, not merged')
     const second = revisionOf(updated as object as { name: string })
-    assert.ok(second !== undefined && second !== first, 'a new revision')
+    assert.notEqual(second, undefined, 'a revision')
+    assert.notEqual(second, first, 'a new one')
     const read = (await store.get(1n))!
     assert.deepEqual(Object.keys(read), ['name'])
     assert.equal(revisionOf(read), second)

@@ -2,8 +2,8 @@ import { createServer, type AddressInfo } from 'node:net'
 import t from 'tap'
 import { realClock } from '../../client/clock.js'
 import {
-  InvalidRequestError, PlantExistsError, PlantStoreClient, PlantStoreError, RateLimitedError, ServiceUnavailableError,
-  stringifyExactJson, type NewPlant
+  etagOf, InvalidRequestError, PlantExistsError, PlantStoreClient, PlantStoreError, PreconditionFailedError, RateLimitedError,
+  ServiceUnavailableError, stringifyExactJson, type NewPlant
 } from '../../client/index.js'
 import { TOKEN } from '../helpers/app.js'
 import {
@@ -186,6 +186,36 @@ t.test('a create whose 503 hid a commit meets 409 on its retry, reads the plant 
   t.strictSame(await client.create({ id: 2n ** 53n + 1n, ...FERN }), FERN, 'resolves with the stored plant')
   t.strictSame(trace(attempts), ['POST 503', 'POST 409', 'GET 200'])
   t.strictSame(await client.list(), [{ id: 2n ** 53n + 1n, ...FERN }], 'stored once')
+})
+
+t.test('an update under ifMatch whose 503 hid the write meets 412 on its retry, reads the plant back and resolves', async (t) => {
+  const service = await listeningService(t)
+  const { url } = await faultyProxy(t, service, 'PUT', carriedOutThen503(service))
+  const { client, attempts } = recordedClient(url, { retry: { baseDelay: 10 } })
+  const created = await client.create({ id: 2n ** 53n + 1n, name: 'Fern' })
+  attempts.length = 0
+  const updated = await client.update(2n ** 53n + 1n, FERN, { ifMatch: etagOf(created)! })
+  t.strictSame(updated, FERN, 'resolves with the stored plant')
+  t.strictSame(trace(attempts), ['PUT 503', 'PUT 412', 'GET 200'])
+  t.not(etagOf(updated), etagOf(created), 'at its new ETag')
+})
+
+t.test('an update under ifMatch retried after 503 that meets another change throws the 412', async (t) => {
+  const service = await listeningService(t)
+  const other = new PlantStoreClient({ baseUrl: service, token: TOKEN })
+  // The client's first PUT is not carried out; meanwhile someone else updates the plant.
+  const { url } = await faultyProxy(t, service, 'PUT', async (_request, response) => {
+    await other.update(8n, { name: 'Cactus' })
+    answer(response, 503, UNAVAILABLE)
+  })
+  const { client, attempts } = recordedClient(url, { retry: { baseDelay: 10 } })
+  const created = await client.create({ id: 8n, name: 'Fern' })
+  attempts.length = 0
+  const error = await client.update(8n, FERN, { ifMatch: etagOf(created)! }).catch((error: unknown) => error)
+  t.type(error, PreconditionFailedError)
+  t.match(error, { status: 412, body: { error: 412 } })
+  t.strictSame(trace(attempts), ['PUT 503', 'PUT 412', 'GET 200'])
+  t.strictSame(await other.get(8n), { name: 'Cactus' }, 'the other change stays')
 })
 
 t.test('a create whose connection failed after the commit resolves the same way', async (t) => {

@@ -98,18 +98,20 @@ export function answer (response: ServerResponse, status: number, body = '', hea
 /** Sends a request on to the service at `target` as it came, and resolves with the service's answer. */
 export async function forward (target: string, request: IncomingMessage, body: string) {
   const headers = new Headers()
-  for (const name of ['authorization', 'content-type']) {
+  for (const name of ['authorization', 'content-type', 'if-match', 'if-none-match']) {
     const value = request.headers[name]
     if (typeof value === 'string') headers.set(name, value)
   }
   const response = await fetch(target + request.url!, { method: request.method, headers, body: body === '' ? undefined : body })
-  return { status: response.status, text: await response.text() }
+  // What the client reads of an answer's headers: its ETag, its next page.
+  const passed = Object.fromEntries(['etag', 'link'].flatMap((name) => response.headers.has(name) ? [[name, response.headers.get(name)!]] : []))
+  return { status: response.status, text: await response.text(), headers: passed }
 }
 
 /** Passes a service's answer on to the client unchanged. */
 export async function relay (target: string, request: IncomingMessage, response: ServerResponse, body: string) {
-  const { status, text } = await forward(target, request, body)
-  answer(response, status, text)
+  const { status, text, headers } = await forward(target, request, body)
+  answer(response, status, text, headers)
 }
 
 export interface FaultyProxy {

@@ -1,6 +1,7 @@
 /**
- * plant.updated: written in the update's own commit, on each store, opt-in per endpoint; each
- * delivery verified with the standardwebhooks package (and svix, verifyDelivery).
+ * The events of the writes that take an ETag: plant.updated, written in the update's own commit,
+ * and plant.deleted for a delete under If-Match, on each store, opt-in per endpoint; each delivery
+ * verified with the standardwebhooks package (and svix, verifyDelivery).
  */
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -41,5 +42,24 @@ for (const kind of KINDS) {
     t.match(creates.received[0].body, /"type":"plant\.created"/, 'an endpoint without plant.updated gets none')
     await app.close()
     t.equal(updates.received.length, 1, 'none for the 412, 404 or 400')
+  })
+}
+
+for (const kind of KINDS) {
+  t.test(`${kind.name}: a DELETE under If-Match sends plant.deleted once it deletes; one that fails its precondition sends none`, { skip: kind.skip }, async (t) => {
+    const deletes = await startReceiver(t)
+    const secret = newSecret()
+    const { app } = await build(t, { store: await kind.url(t), webhooks: webhooksFor([{ url: deletes.url, secret, events: ['plant.deleted'] }], { timeout: 30_000 }) })
+    const remove = (etag: string) => app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: { ...AUTH, 'if-match': etag } })
+    const etag = (await createPlant(app, '{"id":9007199254740993,"name":"fern"}')).headers.etag as string
+    t.equal((await remove('"0"')).statusCode, 412, 'another ETag: kept')
+    t.equal((await remove(etag)).statusCode, 204, 'its ETag: deleted')
+    t.equal((await remove(etag)).statusCode, 404, 'then gone')
+    t.ok(await eventually(() => deletes.received.length === 1), 'one event')
+    const [{ headers, body }] = deletes.received
+    t.doesNotThrow(() => verifyDelivery(secret, headers, body), 'standardwebhooks and svix verify it')
+    t.match(body, /^\{"type":"plant\.deleted","timestamp":"[0-9T:.Z-]+","id":9007199254740993\}$/)
+    await app.close()
+    t.equal(deletes.received.length, 1, 'none for the 412 or the 404')
   })
 }
