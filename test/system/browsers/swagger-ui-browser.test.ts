@@ -26,7 +26,7 @@ const operationBlock = (page: Page, method: string, path: string) => page.locato
  * Opens an operation, switches it to "Try it out", optionally types a body, clicks Execute and
  * waits for Swagger UI to show the answer: what was sent, what came back, and what the UI shows.
  */
-async function run (page: Page, method: string, path: string, body?: string) {
+async function run (page: Page, method: string, path: string, body?: string, headers: Record<string, string> = {}) {
   const operation = operationBlock(page, method, path)
   const summary = operation.locator('.opblock-summary').first()
   if (!await operation.locator('.opblock-body').isVisible()) await summary.click()
@@ -42,6 +42,8 @@ async function run (page: Page, method: string, path: string, body?: string) {
     const editor = operation.locator('textarea.body-param__text')
     await editor.fill(body)
   }
+  // Header parameters (If-Match), typed into their fields.
+  for (const [name, value] of Object.entries(headers)) await operation.locator(`tr[data-param-name="${name}"] input`).fill(value)
   const matches = (request: Request) =>
     request.method() === method.toUpperCase() && new URL(request.url()).pathname.startsWith(path.replace('{id}', ''))
   const sent = page.waitForRequest(matches)
@@ -59,6 +61,8 @@ async function run (page: Page, method: string, path: string, body?: string) {
     authorization: request.headers().authorization,
     contentType: request.headers()['content-type'],
     sentBody: request.postData() ?? '',
+    ifMatch: request.headers()['if-match'],
+    etag: response.headers().etag,
     status,
     received: status === 204 ? '' : await response.text(),
     shown
@@ -136,6 +140,16 @@ t.test('Swagger UI runs the documented examples in order, creates a plant with a
     const read = await run(page, 'get', '/plants/{id}')
     t.equal(read.url.pathname, '/plants/1', 'the id example is the created plant')
     t.same(JSON.parse(read.shown), { name: 'Monstera', tag: 'tropical' })
+    // Updated under the ETag just read, typed into If-Match: 200; once more with it, now stale: 412.
+    const updated = await run(page, 'put', '/plants/{id}', undefined, { 'if-match': read.etag })
+    t.equal(updated.ifMatch, read.etag, 'If-Match is sent as typed')
+    t.equal(updated.status, 200, 'the pre-filled update is written')
+    t.not(updated.etag, read.etag, 'with a new ETag')
+    const { name, tag } = JSON.parse(updated.sentBody) as { name: string, tag?: string }
+    t.same(await store.get(1n), { name, tag }, 'the plant is the body sent')
+    const stale = await run(page, 'put', '/plants/{id}', undefined, { 'if-match': read.etag })
+    t.equal(stale.status, 412, 'the stale ETag: 412')
+    t.match(JSON.parse(stale.shown), { error: 412 }, 'shown in the Error shape')
     const removed = await run(page, 'delete', '/plants/{id}')
     t.equal(removed.status, 204, 'and deletes it')
     t.equal(await store.get(1n), undefined)
@@ -179,6 +193,7 @@ t.test('Swagger UI runs the documented examples in order, creates a plant with a
       'the answers a receiver gives')
     t.equal(await plantCreated.locator('.try-out__btn').count(), 0, 'no Try it out')
     t.equal(await webhooks.locator('#operations-webhooks-plantDeleted .opblock-summary-path').getAttribute('data-path'), '/plant/deleted')
+    t.equal(await webhooks.locator('#operations-webhooks-plantUpdated .opblock-summary-path').getAttribute('data-path'), '/plant/updated')
     await webhooks.screenshot({ path: WEBHOOKS_SCREENSHOT })
     t.comment(`screenshot: ${WEBHOOKS_SCREENSHOT}`)
 
