@@ -47,6 +47,6 @@ test('the host example docs/plugin.md shows serves plants on a real socket, on P
   assert.deepEqual(doc.paths['/garden/plants'].post.tags, ['garden'])
   assert.deepEqual(doc.tags.map(({ name }: { name: string }) => name), ['garden', 'garden-health'])
   for (const name of Object.keys(doc.components.schemas)) assert.doesNotMatch(name, /^def-\d+$/, 'readable component names')
-  assert.deepEqual(Object.keys(doc.webhooks), ['/plant/webhook', '/plant/deleted'], 'the plant events, as the plugin describes them')
+  assert.deepEqual(Object.keys(doc.webhooks), ['/plant/webhook', '/plant/deleted', '/plant/updated'], 'the plant events, as the plugin describes them')
   assert.equal(doc.webhooks['/plant/webhook'].post.operationId, 'plantCreated')
 })

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { plantCreatedPayload, plantDeletedPayload } from '../../../plugins/webhooks/delivery/payload.js'
+import { plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from '../../../plugins/webhooks/delivery/payload.js'
 import { SCHEMA_VERSION } from '../../../plugins/store/postgres/schema-version.js'
 import { newerSchema } from '../../../plugins/store/schema-version.js'
 import { SQLITE_SCHEMA_VERSION } from '../../../plugins/store/sqlite/schema-version.js'
@@ -27,13 +27,14 @@ t.test('every code block is of a kind a test checks', async (t) => {
 
 t.test('a webhook body shown is the text the service sends for that plant, byte for byte', async (t) => {
   const bodies = ofKind('json').flatMap(({ code }) => code.split('\n')).filter((line) => line.startsWith('{"type":'))
-  t.ok(bodies.length >= 3, `${bodies.length} bodies`)
+  t.ok(bodies.length >= 4, `${bodies.length} bodies`)
   for (const body of bodies) {
     const { type, timestamp, name, tag } = JSON.parse(body)
     const id = BigInt(/"id":(-?\d+)/.exec(body)![1])
+    const plant = { id, name, ...(tag !== undefined && { tag }) }
     const sent = type === 'plant.created'
-      ? plantCreatedPayload({ id, name, ...(tag !== undefined && { tag }) }, new Date(timestamp))
-      : plantDeletedPayload(id, new Date(timestamp))
+      ? plantCreatedPayload(plant, new Date(timestamp))
+      : type === 'plant.updated' ? plantUpdatedPayload(plant, new Date(timestamp)) : plantDeletedPayload(id, new Date(timestamp))
     t.equal(body, sent, `${type} as sent`)
   }
 })
