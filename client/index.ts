@@ -218,19 +218,20 @@ export class PlantStoreClient {
     const search = query.toString()
     const sent = await this.#send('GET /plants', path ?? (search === '' ? '/plants' : `/plants?${search}`), signal)
     const page = await this.#read(sent, (value): value is ListedPlant[] => Array.isArray(value) && value.every(isListedPlant), 'a list of plants')
-    return { page, next: nextPageUrl(sent.response, sent.url, this.#baseUrl) }
+    return { page, sent }
   }
 
   /**
    * The pages of a list (ListQuery: `tag`, `limit`, `after`), following each page's Link rel="next"
-   * to the last, which has none: no empty page is asked for at the end.
+   * to the last, which has none (a full last page may be followed by an empty one). Only here is the
+   * Link read: `list` answers a page whatever it links to.
    */
   async * pages (query: ListQuery & CallOptions = {}): AsyncGenerator<ListedPlant[], void, undefined> {
     let next: string | undefined
     do {
-      const answer = await this.#page(query, next)
-      next = answer.next
-      yield answer.page
+      const { page, sent } = await this.#page(query, next)
+      next = nextPageUrl(sent.response, sent.url, this.#baseUrl)
+      yield page
     } while (next !== undefined)
   }
 

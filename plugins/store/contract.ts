@@ -123,7 +123,7 @@ function updateCases (withStore: WithStore) {
     const store = raw as Revising
     const created = await store.create({ id: 1n, name: 'fern', tag: 'green' })
     const first = revisionOf(created)
-    assert.match(first ?? '', /^[0-9]+$/, 'create gives a revision')
+    assert.match(String(first), /^[0-9]+$/, 'create gives a revision')
     assert.equal(revisionOf((await store.get(1n))!), first, 'get gives the same')
     const updated = await store.update(1n, { name: 'big fern' })
     assert.deepEqual(updated, { name: 'big fern' }, 'the tag is gone: the plant is replaced, not merged')

@@ -80,7 +80,7 @@ function distinctRounds (batch: PendingUpdate[]): PendingUpdate[][] {
     const round = rounds.find((ids) => !ids.has(update.id)) ?? rounds[rounds.push(new Map()) - 1]
     round.set(update.id, update)
   }
-  return rounds.map((round) => [...round.values()].sort((a, b) => a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  return rounds.map((round) => [...round.values()].sort((a, b) => a.id < b.id ? -1 : 1)) // ids of a round are distinct
 }
 
 /**
@@ -281,9 +281,9 @@ class PostgresStore implements PlantStore, OutboxStore {
       await outbox.tablesMade()
       const at = new Date(outbox.clock.now())
       const { payloads } = outbox.options
-      const traced = round.some(({ traceContext }) => traceContext !== undefined)
+      // JSON writes an update without a trace context as null.
       values.push(at, JSON.stringify(round.map(() => payloads.messageId())), JSON.stringify(round.map(({ id, plant }) => payloads.updated({ id, ...plant }, at))),
-        traced ? JSON.stringify(round.map(({ traceContext }) => traceContext ?? null)) : null, outbox.to['plant.updated'])
+        JSON.stringify(round.map(({ traceContext }) => traceContext)), outbox.to['plant.updated'])
     }
     const { rows } = await this.#table.run((client) =>
       query<OneWriteRow & { id: bigint }>(client, updateBatchSql(this.#tableSql, this.#table.revisions, outbox?.tables), values, true))
@@ -301,7 +301,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
       const at = new Date(outbox.clock.now())
       const { payloads, traceContext } = outbox.options
-      all = [...values, payloads.messageId(), payloadOf(at, payloads), at, outbox.to[type], traceContext?.() ?? null]
+      all = [...values, payloads.messageId(), payloadOf(at, payloads), at, outbox.to[type], traceContext?.()] // pg sends undefined as NULL
     }
     const { rows: [row] } = await this.#table.answered((client) => query<OneWriteRow>(client, sqlOf(this.#tableSql, this.#table.revisions, outbox?.tables), all, true))
     if (row.written && outbox !== undefined) outbox.options.committed?.(type, 1)

@@ -48,7 +48,8 @@ export const conditionalDeleteSql = (plants: string, revisions: boolean, events:
  * With `events`, each update written gets its plant.updated event in the same statement: $5 the
  * commit time, $6 JSON arrays of the message ids, $7 of the payloads, $8 of the trace contexts
  * (or NULL), $9 the endpoints. One row per id: its revision once written, whether it was written,
- * and whether it was there when the statement began.
+ * and whether it was there once locked (a plant another transaction deleted meanwhile is not: its
+ * update is not-found, never a failed precondition).
  */
 export function updateBatchSql (plants: string, revisions: boolean, events: Tables | undefined) {
   const event = events === undefined
@@ -67,8 +68,8 @@ export function updateBatchSql (plants: string, revisions: boolean, events: Tabl
   locked AS (SELECT id FROM ${plants} WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE),
   w AS (UPDATE ${plants} p SET name = i.name, tag = i.tag${revisions ? ', revision = p.revision + 1' : ''} FROM i
     WHERE p.id = i.id AND p.id IN (SELECT id FROM locked)
-      AND (json_typeof(i.if_revisions) = 'null' OR ${current} IN (SELECT json_array_elements_text(i.if_revisions)))
+      AND CASE WHEN json_typeof(i.if_revisions) = 'null' THEN true ELSE ${current} IN (SELECT json_array_elements_text(i.if_revisions)) END
     RETURNING p.id, ${revisions ? 'p.revision' : 'NULL::int8 AS revision'})${event}
-  SELECT i.id, w.revision, w.id IS NOT NULL AS written, EXISTS (SELECT 1 FROM ${plants} f WHERE f.id = i.id) AS found
+  SELECT i.id, w.revision, w.id IS NOT NULL AS written, i.id IN (SELECT id FROM locked) AS found
     FROM i LEFT JOIN w ON w.id = i.id`
 }
