@@ -7,6 +7,8 @@ import type {
   AttemptRecord, ClaimedDelivery, EventPayloads, EventView, OutboxEndpoint, OutboxStore, WebhookOutbox
 } from '../../plugins/store/outbox.js'
 import type { PlantStore } from '../../plugins/store/types.js'
+import { revisionOf } from '../../plugins/store/revision.js'
+import type { Plant } from '../../schemas/index.js'
 import { fakeClock } from './fake-clock.js'
 
 export type OutboxPlantStore = PlantStore & OutboxStore
@@ -164,7 +166,7 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       }
     })
 
-  test('each event keeps the trace context its create or delete was called in (traceContext), and a claim hands it back', async () => {
+  test('each event keeps the trace context its create, update or delete was called in (traceContext), and a claim hands it back', async () => {
     const store = await open()
     try {
       const caller = new AsyncLocalStorage<string>()
@@ -173,9 +175,14 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       // In one batch: a create with a context and one without.
       await Promise.all([caller.run(created, () => store.create({ id: 1n, name: 'traced' })), store.create({ id: 2n, name: 'untraced' })])
       await caller.run(deleted, () => store.delete(1n))
+      // A delete under a precondition (its own statement on PostgreSQL), after an update, in a context of its own.
+      const [updated, deletedIf] = ['00-11111111111111111111111111111111-2222222222222222-01', '00-33333333333333333333333333333333-4444444444444444-01']
+      const revision = revisionOf(await caller.run(updated, () => store.update!(2n, { name: 'updated' })) as Plant)!
+      await caller.run(deletedIf, () => store.delete(2n, { ifRevision: [revision] }))
       const claimed = await outbox.claim([{ endpoint: 'all', limit: 10 }], LONG_LEASE_MS)
       same(claimed.map(({ type, payload, traceContext }) => [type, /"id":(\d+)/.exec(payload)![1], traceContext]).sort(),
-        [['plant.created', '1', created], ['plant.created', '2', undefined], ['plant.deleted', '1', deleted]])
+        // The endpoint takes created and deleted: the update writes no event.
+        [['plant.created', '1', created], ['plant.created', '2', undefined], ['plant.deleted', '1', deleted], ['plant.deleted', '2', deletedIf]].sort())
     } finally {
       await store.close()
     }

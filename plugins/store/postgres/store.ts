@@ -80,7 +80,7 @@ function distinctRounds (batch: PendingUpdate[]): PendingUpdate[][] {
     const round = rounds.find((ids) => !ids.has(update.id)) ?? rounds[rounds.push(new Map()) - 1]
     round.set(update.id, update)
   }
-  return rounds.map((round) => [...round.values()].sort((a, b) => a.id < b.id ? -1 : 1)) // ids of a round are distinct
+  return rounds.map((round) => [...round.values()].sort((a, b) => Number(a.id - b.id)))
 }
 
 /**
