@@ -19,7 +19,23 @@ export function withEtag (plant: Plant, response: Response): Plant {
   return plant
 }
 
-const NEXT = /<([^>]*)>\s*;\s*rel="?next"?/
+// RFC 8288 section 3: link-values `<target>; name=value; …`, each value a token or a quoted string.
+const LINK_VALUE = /<([^>]*)>((?:\s*;\s*[^\s;,=]+\s*(?:=\s*(?:"[^"]*"|[^\s;,"]*))?)*)/g
+const PARAM = /;\s*([^\s;,=]+)\s*(?:=\s*(?:"([^"]*)"|([^\s;,"]*)))?/g
+
+/** Whether a link-value's parameters have a rel (one or more space-separated types) with "next". */
+function relNext (params: string): boolean {
+  for (const [, name, quoted, token] of params.matchAll(PARAM)) {
+    if (name.toLowerCase() === 'rel') return (quoted ?? token ?? '').toLowerCase().split(/\s+/).includes('next')
+  }
+  return false
+}
+
+/** The target of the first link-value with rel "next". */
+function nextTarget (field: string): string | undefined {
+  for (const [, target, params] of field.matchAll(LINK_VALUE)) if (relNext(params)) return target
+  return undefined
+}
 
 /**
  * The path (and query) of the next page, from a page's Link rel="next" (RFC 8288), resolved
@@ -28,7 +44,7 @@ const NEXT = /<([^>]*)>\s*;\s*rel="?next"?/
  */
 export function nextPageUrl (response: Response, url: string, baseUrl: string): string | undefined {
   const link = response.headers.get('link')
-  const target = link === null ? undefined : NEXT.exec(link)?.[1]
+  const target = link === null ? undefined : nextTarget(link)
   if (target === undefined) return undefined
   const next = new URL(target, url).href
   if (!next.startsWith(`${baseUrl}/`)) throw new UnexpectedResponseError(response.status, `GET /plants links its next page outside baseUrl: ${next}`)

@@ -223,8 +223,7 @@ export class PlantStoreClient {
 
   /**
    * The pages of a list (ListQuery: `tag`, `limit`, `after`), following each page's Link rel="next"
-   * to the last, which has none (a full last page may be followed by an empty one). Only here is the
-   * Link read: `list` answers a page whatever it links to.
+   * to the last, which has none. Only here is the Link read: `list` answers a page whatever it links to.
    */
   async * pages (query: ListQuery & CallOptions = {}): AsyncGenerator<ListedPlant[], void, undefined> {
     let next: string | undefined

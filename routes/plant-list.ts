@@ -13,7 +13,7 @@ const linkHeader = {
     pattern: '^<[^>]+>; rel="next"$',
     maxLength: 2 * MAX_HEADER_FIELD_LENGTH,
     description: 'RFC 8288: `<…>; rel="next"`, the URL of the next page (this one\'s query, `after` its last id), on a page after which ' +
-      'more plants may follow; absent on the last page',
+      'more plants follow; absent on the last page',
     example: '</plants?limit=100&after=100>; rel="next"'
   }
 }
@@ -32,7 +32,7 @@ export function listPlantsRoute (fastify: RouteScope, { store, schemas, route }:
     schema: {
       ...route.docs('List plants', 'Plants in ascending id order, a page at a time; with `tag`, only those with exactly that tag. ' +
         'A page holds at most `limit` plants and at most ' +
-        `${MAX_PAGE_BYTES} bytes of JSON (one plant at least). A page after which more may follow has a Link header with ` +
+        `${MAX_PAGE_BYTES} bytes of JSON (one plant at least). A page after which more follow has a Link header with ` +
         'rel="next", the next page\'s URL: follow it until a page has none. (By hand: pass the last id of a page as `after`.)', 'listPlants'),
       querystring: PlantListQuerySchema,
       response: {
@@ -48,10 +48,11 @@ export function listPlantsRoute (fastify: RouteScope, { store, schemas, route }:
   }, async (request, reply) => {
     const { limit = DEFAULT_PAGE_SIZE, after, tag } = request.query
     if (tag !== undefined && store.listTagged === undefined) throw new TagListUnsupportedError()
-    const found = tag === undefined ? await store.list({ limit, after }) : await store.listTagged!(tag, { limit, after })
-    const page = fitPage(found, MAX_PAGE_BYTES)
-    // Ended at `limit` or at the byte bound: more may follow.
-    if (page.length > 0 && (found.length >= limit || page.length < found.length)) reply.header('link', nextLink(request, page.at(-1)!.id))
+    // One plant past the page says whether another page follows, so the last page has no Link.
+    const bounds = { limit: limit + 1, after }
+    const found = tag === undefined ? await store.list(bounds) : await store.listTagged!(tag, bounds)
+    const page = fitPage(found.slice(0, limit), MAX_PAGE_BYTES)
+    if (page.length < found.length) reply.header('link', nextLink(request, page.at(-1)!.id))
     return page
   })
 }

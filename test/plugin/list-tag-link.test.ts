@@ -18,17 +18,22 @@ async function follow (app: Injectable, url: string) {
   return pages
 }
 
-t.test('Link rel="next" on every page after which more may follow, none on the last; tag and limit kept', async (t) => {
+t.test('Link rel="next" on every page after which more follow, none on the last (a full one too); tag and limit kept', async (t) => {
   const { app } = await buildPlugin(t)
   for (let id = 1; id <= 7; id++) await createPlant(app, { id, name: `p${id}`, tag: id % 2 === 0 ? 'even' : 'odd' })
   t.same(await follow(app, '/plants?limit=3'), [['1', '2', '3'], ['4', '5', '6'], ['7']])
-  t.same(await follow(app, '/plants?limit=7'), [['1', '2', '3', '4', '5', '6', '7'], []], 'a page that ends at limit may have more after it')
-  t.same(await follow(app, '/plants?tag=odd&limit=2'), [['1', '3'], ['5', '7'], []], 'the tag is kept')
+  t.same(await follow(app, '/plants?limit=7'), [['1', '2', '3', '4', '5', '6', '7']], 'a full last page has no Link')
+  t.same(await follow(app, '/plants?limit=6'), [['1', '2', '3', '4', '5', '6'], ['7']], 'one plant past the page is enough')
+  t.same(await follow(app, '/plants?tag=odd&limit=2'), [['1', '3'], ['5', '7']], 'the tag is kept')
+  t.same(await follow(app, '/plants?limit=2&after=5'), [['6', '7']], 'after the cursor, the full last page has none')
+  await app.inject({ method: 'DELETE', url: '/plants/7', headers: AUTH })
+  t.same(await follow(app, '/plants?tag=odd&limit=2'), [['1', '3'], ['5']], 'a deleted plant is not counted')
   t.same(await follow(app, '/plants?tag=even'), [['2', '4', '6']])
   t.same(await follow(app, '/plants?tag=none'), [[]])
   const page = await app.inject({ url: '/plants?tag=a%20b%26c&limit=1&after=-3', headers: AUTH })
   t.equal(page.body, '[]')
   await createPlant(app, { id: 8, name: 'spaced', tag: 'a b&c' })
+  await createPlant(app, { id: 9, name: 'spaced too', tag: 'a b&c' })
   const spaced = await app.inject({ url: '/plants?tag=a%20b%26c&limit=1', headers: AUTH })
   t.equal(spaced.headers.link, '</plants?tag=a+b%26c&limit=1&after=8>; rel="next"', 'the tag encoded, after set')
   t.same(spaced.json(), [{ id: 8, name: 'spaced', tag: 'a b&c' }])
@@ -48,7 +53,7 @@ t.test('under a prefix, the link is the prefixed path', async (t) => {
   const app = Fastify()
   t.teardown(() => app.close())
   await app.register(plantStore, { prefix: '/garden', tokens: [TOKEN], store: createMemoryStore() })
-  for (const id of [1, 2]) await app.inject({ method: 'POST', url: '/garden/plants', headers: { ...AUTH, 'content-type': 'application/json' }, payload: { id, name: 'n' } })
-  const page = await app.inject({ url: '/garden/plants?limit=1', headers: AUTH })
-  t.equal(page.headers.link, '</garden/plants?limit=1&after=1>; rel="next"')
+  for (const id of [1, 2, 3]) await app.inject({ method: 'POST', url: '/garden/plants', headers: { ...AUTH, 'content-type': 'application/json' }, payload: { id, name: 'n' } })
+  const page = await app.inject({ url: '/garden/plants?limit=2', headers: AUTH })
+  t.equal(page.headers.link, '</garden/plants?limit=2&after=2>; rel="next"')
 })
