@@ -1,11 +1,12 @@
 import pg from 'pg'
 import type { StoreLog } from '../types.js'
-import { DEADLINE_AFTER_STATEMENT_MS, INT8_OID, withClient } from './connection.js'
+import { DEADLINE_AFTER_STATEMENT_MS, ignore, INT8_OID, withClient } from './connection.js'
 import { answerFor, PostgresFailure } from './failures.js'
 import { migrate } from './migration.js'
 import { newerWhileRunning, SchemaWatch } from '../schema-version.js'
 import { NewerSchemaFound, SCHEMA_VERSION, versionTable } from './schema-version.js'
 import { sqlName, type TableName } from './table.js'
+import { TagIndexBuild } from './tag-index.js'
 
 // A migration is a few statements, some of which wait for another instance's migration.
 const MIGRATION_TIMEOUT_MS = 5000
@@ -42,19 +43,24 @@ export class CheckedTable {
   readonly #queryTimeout: number
   readonly #log: StoreLog
   readonly #schema: SchemaWatch
+  /** Version 4's tag index, where the migration left it to be built after it. */
+  readonly tagIndex: TagIndexBuild
 
   constructor (readonly pool: pg.Pool, readonly name: TableName, { makeSchema, statementTimeout, log }: CheckedTableOptions) {
     this.#makeSchema = makeSchema
     this.#queryTimeout = statementTimeout + DEADLINE_AFTER_STATEMENT_MS
     this.#log = log
     this.#schema = new SchemaWatch(log)
+    this.tagIndex = new TagIndexBuild(pool, name, log)
   }
 
   migrated (): Promise<void> {
     const current: Promise<void> = this.#migration ??= withClient(this.pool, (client) => migrate(client, this.name, this.#makeSchema), MIGRATION_TIMEOUT_MS)
-      .then(({ versioned, revisions }) => {
+      .then(({ versioned, revisions, tagIndex }) => {
         this.versioned = versioned
         this.revisions = revisions
+        // Not awaited: the store serves meanwhile.
+        if (revisions && !tagIndex) this.tagIndex.start().catch(ignore)
         if (this.unusable !== undefined) this.#log.info(`plant-store: the PostgreSQL table ${sqlName(this.name)} can be used again`)
         this.unusable = undefined
       }, (error) => this.#failed(error as PostgresFailure, current))

@@ -6,6 +6,7 @@ import {
   createFenceFunctionSql, createVersionTableSql, POSTGRES_STEPS, privilegeError, readVersion, recordedVersionSql, recordVersionSql, SCHEMA_VERSION, UNRECORDED_VERSION,
   versionTable, type StepContext
 } from './schema-version.js'
+import { tagIndexRegclass, tagIndexValid } from './tag-index.js'
 import { shapeProblems, sqlName, TABLE_SHAPE_SQL, tableShapeError, type TableName, type TableShape } from './table.js'
 
 // SQLSTATE: the database user lacks a privilege (CREATE on the schema, SELECT on a table...).
@@ -29,6 +30,8 @@ export interface Migrated {
   versioned: boolean
   /** The plants table has its revision column (version 4 on): a table served as it is where it could not be upgraded may not. */
   revisions: boolean
+  /** Version 4's tag index is there and valid (on a table that had plants, it is built after the migration). */
+  tagIndex: boolean
 }
 
 /**
@@ -67,7 +70,8 @@ export async function migrate (client: pg.PoolClient, name: TableName, makeSchem
     }
     await client.query('COMMIT')
     const { rows: [after] } = await query<Migrated>(client, `SELECT to_regclass($1) IS NOT NULL AS versioned,
-      EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'revision' AND NOT attisdropped) AS revisions`, [versionTable(name), sqlName(name)])
+      EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'revision' AND NOT attisdropped) AS revisions,
+      ${tagIndexValid('$3')} AS "tagIndex"`, [versionTable(name), sqlName(name), tagIndexRegclass(name)])
     return after
   } catch (error) {
     await client.query('ROLLBACK').catch(ignore)

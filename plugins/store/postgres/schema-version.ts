@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { newerSchema, oddSchema, versionKind } from '../schema-version.js'
-import { createTableSql, FENCE_TRIGGER, revisionAndTagIndexSql, sqlName, TableShapeError, type TableName } from './table.js'
+import { createTableSql, FENCE_TRIGGER, revisionColumnSql, sqlName, tagIndexSql, TableShapeError, type TableName } from './table.js'
 
 /** Beside the plants table and named after it, as the outbox tables are; one row. */
 export const versionTable = (plants: TableName) => sqlName({ schema: plants.schema, table: `${plants.table}_schema_version` })
@@ -108,9 +108,13 @@ export const POSTGRES_STEPS: ReadonlyArray<(context: StepContext) => Promise<voi
     await run(client, plantsFenceSql(tables.plants))
     for (const table of [tables.deliveries, tables.endpoints]) if (present.has(table)) await run(client, fenceTriggerOn(tables.plants, table))
   },
-  // 4: each plant's revision (its ETag), and the index of a tag's plants in id order.
-  async ({ client, tables }) => {
-    await run(client, revisionAndTagIndexSql(tables.plants))
+  // 4: each plant's revision (its ETag), and the index of a tag's plants in id order. That index is
+  // made here on an empty table only: on one with plants, it is built after the migration,
+  // concurrently and without its time bound (tag-index.ts), for on a large table it takes minutes.
+  async ({ client, tables: { plants } }) => {
+    await run(client, revisionColumnSql(plants))
+    const { rows: [{ empty }] } = await client.query<{ empty: boolean }>(`SELECT NOT EXISTS (SELECT 1 FROM ${sqlName(plants)}) AS empty`)
+    if (empty) await client.query(tagIndexSql(plants))
   }
 ]
 

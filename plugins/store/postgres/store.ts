@@ -233,7 +233,7 @@ class PostgresStore implements PlantStore, OutboxStore {
 
   list = ({ after, limit }: ListOptions) => this.#page('', after === undefined ? [limit] : [after, limit], after !== undefined)
 
-  // (tag, id): the index of schema version 4 walks it in order.
+  // (tag, id): the index of schema version 4 walks it in order (once built: tag-index.ts).
   listTagged = (tag: string, { after, limit }: ListOptions) =>
     this.#page('tag = $1', after === undefined ? [tag, limit] : [tag, after, limit], after !== undefined)
 
@@ -374,7 +374,7 @@ class PostgresStore implements PlantStore, OutboxStore {
 
   close = async () => {
     // Their connections given back first: a pool's end waits for every connection out.
-    await Promise.all([...this.#listening].map((stop) => stop()))
+    await Promise.all([...this.#listening].map((stop) => stop()).concat(this.#table.tagIndex.close()))
     // A shared pool is its owner's to end.
     if (!this.#shared && !this.#pool.ending) await this.#pool.end()
   }

@@ -24,14 +24,23 @@ const REVISION: [string, string] = ['revision', 'bigint']
 
 /**
  * Schema version 4: each plant's revision, which its ETag gives (0 in the rows before it; a new
- * row's is random, and each update adds 1), and the index that lists a tag's plants in id order.
- * The column is added with a constant default (no rewrite of the table), then given its random one.
+ * row's is random, and each update adds 1). Added with a constant default (no rewrite of the
+ * table), then given its random one.
  */
-export const revisionAndTagIndexSql = (name: TableName) => [
+export const revisionColumnSql = (name: TableName) => [
   `ALTER TABLE ${sqlName(name)} ADD COLUMN IF NOT EXISTS revision int8 NOT NULL DEFAULT 0`,
-  `ALTER TABLE ${sqlName(name)} ALTER COLUMN revision SET DEFAULT ${FIRST_REVISION_SQL}`,
-  `CREATE INDEX IF NOT EXISTS ${pg.escapeIdentifier(`${name.table}_tag_id`)} ON ${sqlName(name)} (tag, id)`
+  `ALTER TABLE ${sqlName(name)} ALTER COLUMN revision SET DEFAULT ${FIRST_REVISION_SQL}`
 ]
+
+/** Schema version 4's index, which lists a tag's plants in id order: its name, unquoted. */
+export const tagIndexName = (name: TableName) => `${name.table}_tag_id`
+
+/** The tag index; `concurrently` (outside a transaction), writes go on while it is built. */
+export const tagIndexSql = (name: TableName, concurrently = false) =>
+  `CREATE INDEX ${concurrently ? 'CONCURRENTLY ' : ''}IF NOT EXISTS ${pg.escapeIdentifier(tagIndexName(name))} ON ${sqlName(name)} (tag, id)`
+
+/** Schema version 4 as a fresh database has it: the revision column and the tag index. */
+export const revisionAndTagIndexSql = (name: TableName) => [...revisionColumnSql(name), tagIndexSql(name)]
 
 /** The name of the store's own trigger (schema-version.ts's fence), the one a table of the store may have. */
 export const FENCE_TRIGGER = 'plant_store_schema_fence'
