@@ -257,7 +257,7 @@ function check (c: Case, response: LightMyRequestResponse, before: Plant[], afte
     }
   }
 
-  // Only a 200 to POST /plants and a 204 to DELETE may change the store.
+  // Only a 200 to POST /plants, a 200 to PUT (one plant's name and tag) and a 204 to DELETE may change the store.
   const beforeKeys = new Set(before.map(keyOf))
   const afterKeys = new Set(after.map(keyOf))
   const added = after.filter((plant) => !beforeKeys.has(keyOf(plant)))
@@ -275,6 +275,10 @@ function check (c: Case, response: LightMyRequestResponse, before: Plant[], afte
       const echoed = JSON.stringify(c.plant.tag === undefined ? { name: c.plant.name } : { name: c.plant.name, tag: c.plant.tag })
       if (response.payload !== echoed) problems.push(`answered ${preview(response.payload)}, the plant sent is ${echoed}`)
     }
+  } else if (c.method === 'PUT' && status === 200) {
+    const same = added.length === removed.length && added.every((plant, index) => plant.id === removed[index].id)
+    const asSent = c.plant === undefined || added.every((plant) => plant.name === c.plant!.name && plant.tag === c.plant!.tag)
+    if (added.length > 1 || !same || !asSent) problems.push(`a 200 PUT replaced ${removed.map(keyOf).join(', ') || 'nothing'} with ${added.map(keyOf).join(', ') || 'nothing'}`)
   } else if (deleted) {
     if (added.length !== 0 || removed.length !== 1) problems.push(`a 204 DELETE added ${added.length} and removed ${removed.length}`)
   } else if (added.length !== 0 || removed.length !== 0) {

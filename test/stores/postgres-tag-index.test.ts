@@ -44,6 +44,17 @@ async function oldSnapshot (t: Test, url: string) {
   return { end: () => client.query('COMMIT') }
 }
 
+/** `work` on a pool of its own, ended before the test's database is dropped. */
+async function withPool (url: string, work: (pool: pg.Pool) => Promise<void>) {
+  const pool = new pg.Pool({ connectionString: url })
+  pool.on('error', () => {}) // a session the drop ends fails the query running, if any
+  try {
+    await work(pool)
+  } finally {
+    await pool.end()
+  }
+}
+
 function logged () {
   const lines: string[] = []
   return { lines, log: { info: (line: string) => lines.push(`info ${line}`), warn: (line: string) => lines.push(`warn ${line}`) } }
@@ -62,11 +73,9 @@ t.test('an upgrade of a table with plants starts at once; the index is built con
   const page = await store.listTagged('even', { limit: 3, after: 0n })
   t.strictSame(page.map(({ id, name }) => [id, name]), [[2n, 'renamed'], [4n, 'p4'], [6n, 'p6']], 'tag lists read the table meanwhile')
   const other = await openPostgresStore(url, { log })
-  t.teardown(() => other.close())
-  const pool = new pg.Pool({ connectionString: url })
-  t.teardown(() => pool.end())
-  await new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log).start()
+  await withPool(url, (pool) => new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log).start())
   t.equal(lines.filter((line) => line.includes('building')).length, 1, 'another instance leaves the build to the one building')
+  await other.close()
   await snapshot.end()
   await until(url, 'valid')
   t.match(lines, [/^info plant-store: building the index plants_tag_id concurrently/, /^info plant-store: the index plants_tag_id is built \(\d+ ms\)$/])
@@ -109,15 +118,15 @@ t.test('an index dropped on a database at version 4, for a role that may not mak
 t.test('the build itself: nothing to do on a valid index; a close before it connects sends nothing', { skip }, async (t) => {
   const url = await freshDatabase(t)
   await (await openPostgresStore(url)).close()
-  const pool = new pg.Pool({ connectionString: url })
-  t.teardown(() => pool.end())
   const { lines, log } = logged()
-  const build = new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log)
-  build.start()
-  await build.close()
-  const valid = new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log)
-  t.equal(valid.start(), valid.start(), 'one build at a time')
-  await valid.start()
+  await withPool(url, async (pool) => {
+    const build = new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log)
+    build.start()
+    await build.close()
+    const valid = new TagIndexBuild(pool, { schema: 'public', table: 'plants' }, log)
+    t.equal(valid.start(), valid.start(), 'one build at a time')
+    await valid.start()
+  })
   t.strictSame(lines, [], 'no build, no warning')
   t.equal(await tagIndex(url), 'valid')
 })
