@@ -6,7 +6,7 @@ import connections, { type ConnectionsOptions } from './edge/connections.js'
 import cors from './edge/cors.js'
 import docsPlugin, { SERVICE_OPENAPI_NAMES } from './docs/index.js'
 import {
-  deliveryOnly, errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStore, type PlantStoreOptions
+  DEFAULT_RETENTION, deliveryOnly, errorHandler, handleClientError, handleFrameworkError, plantStore, sqliteFileOf, trackMethods, type PlantStore, type PlantStoreOptions
 } from '../src/service-api.js'
 import httpProtocol, { type HttpProtocolOptions } from './edge/http-protocol.js'
 import { lazyChildLogger } from './observe/lazy-child-logger.js'
@@ -15,7 +15,7 @@ import { buildMetricsListener } from './observe/metrics-listener.js'
 import { webhookMetrics } from './observe/webhook-metrics.js'
 import requestLog, { pathOf } from './observe/request-log.js'
 import securityHeaders from './edge/security-headers.js'
-import { connectionLimit, openFilesLimit, readWebhooks, tokenlessLimit, type Config } from './config/index.js'
+import { connectionLimit, openFilesLimit, readFeedSettings, readWebhooks, tokenlessLimit, type Config } from './config/index.js'
 import type { Tracing } from './observe/tracing/index.js'
 
 export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & HttpProtocolOptions & {
@@ -36,6 +36,7 @@ export type ServerOptions = FastifyHttpOptions<Server> & ConnectionsOptions & Ht
 
 /** The app's options as the configuration gives them: what the server entry and the tests use. */
 export function appOptions (config: Config, tokens: readonly string[]): PlantStoreOptions {
+  const feed = readFeedSettings(config)
   return {
     tokens,
     store: config.DATABASE_URL,
@@ -49,14 +50,20 @@ export function appOptions (config: Config, tokens: readonly string[]): PlantSto
     rateLimit: config.RATE_LIMIT_MAX > 0 ? { max: config.RATE_LIMIT_MAX, timeWindow: config.RATE_LIMIT_WINDOW } : undefined,
     authFailureLimit: config.AUTH_FAILURE_MAX > 0 ? { max: config.AUTH_FAILURE_MAX, timeWindow: config.AUTH_FAILURE_WINDOW } : false,
     openapi: SERVICE_OPENAPI_NAMES,
-    webhooks: webhooksOptions(config)
+    feed,
+    webhooks: webhooksOptions(config, feed)
   }
 }
 
-/** The WEBHOOK_* settings (delivered as WEBHOOK_DELIVERY says), with attempts in flight given what is left of SHUTDOWN_TIMEOUT once requests are answered. */
-function webhooksOptions (config: Config): PlantStoreOptions['webhooks'] {
+/**
+ * The WEBHOOK_* settings (delivered as WEBHOOK_DELIVERY says), with attempts in flight given what is
+ * left of SHUTDOWN_TIMEOUT once requests are answered, and with the feed on events kept for the
+ * longer of both retentions (a delivery-only instance prunes the events the API instances' feed reads).
+ */
+function webhooksOptions (config: Config, feed: false | { retention: number }): PlantStoreOptions['webhooks'] {
   const webhooks = readWebhooks(config)
-  return webhooks && { ...webhooks, drainTimeout: Math.floor(config.SHUTDOWN_TIMEOUT / 2) }
+  const retention = feed === false ? webhooks?.retention : Math.max(webhooks?.retention ?? DEFAULT_RETENTION, feed.retention)
+  return webhooks && { ...webhooks, drainTimeout: Math.floor(config.SHUTDOWN_TIMEOUT / 2), ...(retention !== undefined && { retention }) }
 }
 
 /**

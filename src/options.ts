@@ -11,6 +11,7 @@ import { TOKEN_PATTERN } from '../schemas/protocol.js'
 import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/settings.js'
 import type { WebhookObserver } from '../plugins/webhooks/index.js'
 import { poolSettingsOf } from '../plugins/webhooks/thread/pool-settings.js'
+import { FeedOptionsSchema, type FeedOptions } from '../plugins/feed/settings.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
@@ -85,6 +86,7 @@ export const PlantStoreOptionsSchema = Type.Object({
   observeWebhooks: Type.Optional(Type.Unsafe<WebhookObserver>(Type.Object({
     event: Type.Function([], Type.Unknown()), attempt: Type.Function([], Type.Unknown()), outbox: Type.Function([], Type.Unknown())
   }, { description: 'an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts\' spans)' }))),
+  feed: Type.Optional(FeedOptionsSchema),
   openapi: Type.Optional(Type.Object({
     securityScheme: name('the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"'),
     plantsTag: name('the tag of the plant routes, letters, digits, ".", "-" or "_"'),
@@ -175,6 +177,15 @@ export interface PlantStoreOptions {
   webhooks?: WebhooksOptions | undefined
   /** an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts' spans) */
   observeWebhooks?: WebhookObserver | undefined
+  /**
+   * false, or the change feed's settings {retention, maxWaiters, maxWaitersPerToken, heartbeat, streamLifetime} (default: on, GET /plants/changes)
+   * - `retention`: ms that events are kept for the feed (default 7 days)
+   * - `maxWaiters`: the most long-polls and event streams at once in this process (default 10000)
+   * - `maxWaitersPerToken`: the most long-polls and event streams at once for one token or identity (default 100)
+   * - `heartbeat`: ms between the comment lines that keep an idle event stream open (default 15000)
+   * - `streamLifetime`: ms after which an event stream ends, for its client to resume (default 300000)
+   */
+  feed?: FeedOptions | undefined
   /**
    * OpenAPI names: { securityScheme?, plantsTag?, healthTag? }
    * - `securityScheme`: the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"

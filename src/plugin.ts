@@ -7,6 +7,10 @@ import { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/http/limit-options.js'
 import store from '../plugins/store/index.js'
 import strictValidation from '../plugins/http/validation.js'
 import healthRoutes from '../routes/health.js'
+import changesRoutes from '../routes/changes.js'
+import feed from '../plugins/feed/index.js'
+import { resolveFeed } from '../plugins/feed/settings.js'
+import { DEFAULT_RETENTION } from '../plugins/webhooks/settings.js'
 import plantRoutes from '../routes/plants.js'
 import { openapiNames } from '../routes/openapi/names.js'
 import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
@@ -58,10 +62,15 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   // Errors the host's own hooks raise on the plant routes go to the host's error handler.
   await fastify.register(errorHandler, { hostErrors: options.hostErrors !== 'plugin' })
   await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
-  // Loaded only when set: without webhooks no outbox table, worker or timer exists.
+  // On by default: every create, update and delete writes its event for GET /plants/changes (off: nothing more is written).
+  const feedConfig = resolveFeed(options.feed)
+  if (feedConfig) await fastify.register(feed, { config: feedConfig, webhooks: options.webhooks !== undefined })
+  // Loaded only when set: without webhooks no delivery, worker or timer exists.
   if (options.webhooks) {
+    // With the feed on, events are kept for the longer of both retentions.
+    const retention = Math.max(options.webhooks.retention ?? DEFAULT_RETENTION, feedConfig?.retention ?? 0)
     await fastify.register((await import('../plugins/webhooks/index.js')).default, {
-      webhooks: options.webhooks, observer: options.observeWebhooks, store: options.store, postgres: options.postgres
+      webhooks: { ...options.webhooks, retention }, observer: options.observeWebhooks, store: options.store, postgres: options.postgres
     })
   }
   // Before the routes: it notes the methods of each, to answer the others 405.
@@ -88,6 +97,8 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
       failureLimit: options.authFailureLimit ?? (options.authenticate === undefined && DEFAULT_AUTH_FAILURE_LIMIT)
     })
     if (rateLimit) await scope.register((await import('../plugins/auth/rate-limit.js')).default, rateLimit)
+    // Before the plant routes: /plants/changes is no plant id.
+    await scope.register(changesRoutes, { maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
     await scope.register(plantRoutes, { bodyLimit, maxTextLength, tag: names.plantsTag, securityScheme, hostAuth, config })
     if (options.webhooks) await scope.register((await import('../routes/webhook-admin.js')).default, { tag: names.plantsTag, securityScheme, hostAuth, config })
   }), OTHER_PREFIX)

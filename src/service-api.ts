@@ -14,7 +14,7 @@ export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../plugins/s
 export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
 export {
-  DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
+  DEFAULT_RETENTION, DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
   type WebhookEventType, type WebhooksOptions
 } from '../plugins/webhooks/settings.js'
 export type { WebhookObserver } from '../plugins/webhooks/index.js'

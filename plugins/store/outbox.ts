@@ -67,7 +67,46 @@ export interface OutboxOptions {
    * (default: the system clock): a test's fake clock moves a lease or an age on without waiting.
    */
   clock?: Clock
+  /**
+   * The change feed is on: every create and delete writes its event row (the feed's), with or
+   * without an endpoint taking its type; deliveries are still written only for the endpoints that
+   * take it, and prune keeps events for at least the feed's retention (the caller's `before`).
+   */
+  feed?: boolean
 }
+
+/**
+ * A place in the change feed, in the order the feed reads events: PostgreSQL's by the writing
+ * transaction's id (xid8) then seq, the other stores' by seq alone (xid 0).
+ */
+export interface FeedPosition {
+  xid: bigint
+  seq: bigint
+}
+
+/** An event as the feed reads it: where it is, its type and the text its webhook body carries. */
+export interface FeedRow {
+  position: FeedPosition
+  type: OutboxEventType
+  payload: string
+}
+
+/** One read of the feed: its identity and bounds as the rows were read, and the rows after the position asked for. */
+export interface FeedRead {
+  /** The feed's identity: made with its table, another on another (or a restored) database. */
+  id: string
+  /** Events at or before this position were pruned: a cursor older than it is gone. */
+  pruned: FeedPosition
+  /** Every event to come is after this position: where a follower starting now starts. */
+  head: FeedPosition
+  /** The latest position a cursor of this feed can hold (the head, or on PostgreSQL past events still committing): a cursor past it is of no feed this one wrote. */
+  latest: FeedPosition
+  /** Events after the position asked for, in feed order; only those that no later commit can precede. */
+  rows: FeedRow[]
+}
+
+export const comparePositions = (a: FeedPosition, b: FeedPosition): number =>
+  a.xid === b.xid ? Number(a.seq > b.seq) - Number(a.seq < b.seq) : Number(a.xid > b.xid) - Number(a.xid < b.xid)
 
 /** One delivery handed to a worker, under its claim. */
 export interface ClaimedDelivery {
@@ -83,6 +122,8 @@ export interface ClaimedDelivery {
   claim: string
   /** The trace context stored with the event (OutboxOptions.traceContext), when there is one. */
   traceContext?: string
+  /** The event's place in the change feed: the feed's identity and its position (a webhook-cursor header). */
+  feed: { id: string, position: FeedPosition }
 }
 
 export interface AttemptRecord {
@@ -170,8 +211,13 @@ export interface WebhookOutbox {
    */
   redeliver (seq: bigint, endpoint: string | undefined, attempts: number): Promise<number>
   stats (): Promise<EndpointStats[]>
-  /** Removes events whose every delivery is finished (delivered or failed) and older than `before`; resolves how many. */
+  /**
+   * Removes events whose every delivery is finished (delivered or failed) and older than `before`;
+   * resolves how many. With the feed on, the latest position removed is kept as the feed's `pruned`.
+   */
   prune (before: Date): Promise<number>
+  /** With the feed on: the events after `after` (none: from the oldest kept), at most `limit`. */
+  readFeed (after: FeedPosition | undefined, limit: number): Promise<FeedRead>
   /**
    * Tells the delivery of other processes on the same store (each `listen`ing) that events are due,
    * when the store can: PostgreSQL notifies. An instance that delivers nothing itself calls it after

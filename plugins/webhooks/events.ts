@@ -1,10 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { systemClock } from '../http/clock.js'
 import { isPool, type OutboxOpener, type PgPool, type PlantStore } from '../store/index.js'
-import type { AttemptOutcome, EventPayloads, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
+import type { AttemptOutcome, OutboxEventType, OutboxOptions, WebhookOutbox } from '../store/outbox.js'
 import type { WebhooksConfig, WebhooksOptions } from './settings.js'
-import { plantCreatedHead, plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from './delivery/payload.js'
-import { messageId } from './delivery/signing.js'
+import type { Feed } from '../feed/feed.js'
+import { eventPayloads } from './delivery/payload.js'
 import type { WebhookTracing } from './delivery/tracing.js'
 import { DeliveryThread, type Delivery, type ThreadEnd } from './thread/host-side.js'
 import type { DeliveryThreadData } from './thread/messages.js'
@@ -29,14 +29,7 @@ export interface WebhookObserver {
   tracing?: WebhookTracing | undefined
 }
 
-/** What the store writes for each event, inside the plant's own transaction. */
-export const eventPayloads: EventPayloads = {
-  created: (plant, at) => plantCreatedPayload(plant, at),
-  createdHead: (at) => plantCreatedHead(at),
-  deleted: (id, at) => plantDeletedPayload(id, at),
-  updated: (plant, at) => plantUpdatedPayload(plant, at),
-  messageId
-}
+export { eventPayloads }
 
 /** The outbox's options for these settings; `committed` is told of each commit that wrote events. */
 export const outboxOptions = (config: WebhooksConfig, committed?: OutboxOptions['committed']): OutboxOptions => ({
@@ -78,8 +71,8 @@ function placeOf ({ webhooks, store }: DeliverySource): { where: 'thread', store
  *    store, a store object or a pg.Pool (unless delivery is 'thread'), on this event loop;
  * 5. outcome recorded: it writes each attempt's outcome back to the outbox (record, release).
  */
-export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver):
-Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
+export async function wireEvents (open: NonNullable<OutboxOpener>, config: WebhooksConfig, log: FastifyBaseLogger, source: DeliverySource, observer?: WebhookObserver,
+  feed?: Feed): Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
   const place = placeOf(source)
   const inThread = place.where === 'thread'
   // The delivery is built on the outbox, which needs the wake-up first: a holder breaks the loop.
@@ -88,7 +81,10 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
     ...outboxOptions(config, (type, count) => {
       observer?.event(type, count)
       wake.delivery.wake()
+      feed?.committed()
     }),
+    // With the feed on, every create and delete writes its event, taken by an endpoint or not.
+    ...(feed && { feed: true }),
     ...(observer?.tracing && { traceContext: observer.tracing.traceContext }),
     // The thread's own connection checkpoints a SQLite log.
     ...(inThread && { checkpointedElsewhere: true })
@@ -121,5 +117,6 @@ Promise<{ outbox: WebhookOutbox, delivery: Delivery }> {
     wake.delivery = new DeliveryWorker({ outbox, config, log, clock: systemClock, onAttempt, tracing })
   }
   observer?.outbox(outbox)
+  feed?.attach(outbox)
   return { outbox, delivery: wake.delivery }
 }

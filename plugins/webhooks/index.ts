@@ -4,6 +4,7 @@ import { outboxOpenerOf, type PgPool, type PlantStore } from '../store/index.js'
 import type { WebhookOutbox } from '../store/outbox.js'
 import { resolveWebhooks, type WebhooksConfig, type WebhooksOptions } from './settings.js'
 import { wireEvents, type WebhookObserver } from './events.js'
+import { feedOf } from '../feed/index.js'
 
 export type { WebhookObserver }
 
@@ -45,7 +46,7 @@ export default fp<WebhooksPluginOptions>(async function webhooks (fastify, { web
     throw new WebhooksUnsupportedStoreError('plant-store: option webhooks needs a store that keeps an outbox (openOutbox), as the memory, ' +
       'SQLite and PostgreSQL stores do: without one, no event could be promised for a create. Use one of those stores, or remove the webhooks option')
   }
-  const { outbox, delivery } = await wireEvents(open, config, fastify.log, { webhooks, store, postgres }, observer)
+  const { outbox, delivery } = await wireEvents(open, config, fastify.log, { webhooks, store, postgres }, observer, feedOf(fastify))
   fastify.decorate(DECORATOR, { outbox, config, wake: () => delivery.wake() })
   fastify.addHook('onReady', async () => delivery.start())
   // Stops claiming at once; the attempts in flight finish while the requests do.

@@ -50,6 +50,15 @@ const headers: HeaderParameter[] = [
       'space-separated; accept the request when one of them matches a secret you hold',
     schema: { type: 'string', pattern: `^v1,${SIGNATURE}( v1,${SIGNATURE})*$` },
     example: 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='
+  },
+  {
+    name: 'webhook-cursor',
+    in: 'header',
+    required: true,
+    description: 'This event\'s place in the change feed (the `cursor` GET /plants/changes gives it): a receiver that was ' +
+      'down resumes with GET /plants/changes?after=<the last webhook-cursor it handled>. Not signed: treat it as a hint',
+    schema: { type: 'string', pattern: '^[A-Za-z0-9_-]+$', maxLength: 200 },
+    example: 'ZmVlZC5leGFtcGxlLjAuNDI'
   }
 ]
 

@@ -4,7 +4,7 @@ import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, parseDuration, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
 import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
 import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
@@ -156,6 +156,12 @@ export const ConfigSchema = Type.Object({
   TRUST_PROXY: Type.Optional(Type.String({
     description: 'the proxies whose X-Forwarded-For is believed: their addresses or CIDRs (or loopback, linklocal, uniquelocal), comma-separated, or true for any peer (unset: none)'
   })),
+  FEED: Type.Enum(SWITCH, {
+    default: 'on', description: 'on or off: whether every create, update and delete writes its event for GET /plants/changes (off: that route is 404)'
+  }),
+  FEED_RETENTION: Type.String({
+    default: '168h', description: 'how long events are kept for GET /plants/changes, a duration such as 168h (a webhook delivery that needs one keeps it longer)'
+  }),
   ...WebhookSettings,
   ...TracingSettings
 })
@@ -279,6 +285,14 @@ export const serviceRole = (config: Config): ServiceRole => asConfigError(() => 
 export function readWebhooks (config: Config): WebhooksOptions | undefined {
   return asConfigError(() => readWebhooksEnv(config, (path) => readSettingFile(path, (problem) => new WebhookSettingError('WEBHOOK_ENDPOINTS_FILE', problem,
     `set it to a readable regular file holding a JSON array of endpoints {name, url, secrets, events}, at most ${MAX_SETTING_FILE_BYTES} bytes`))))
+}
+
+/** The `feed` option from FEED and FEED_RETENTION: false when off. */
+export function readFeedSettings (config: Pick<Config, 'FEED' | 'FEED_RETENTION'>): false | { retention: number } {
+  if (config.FEED === 'off') return false
+  const retention = asConfigError(() => parseDuration(config.FEED_RETENTION, 'FEED_RETENTION'))
+  if (retention === 0) throw invalid('FEED_RETENTION', 'is 0', 'set it to a positive duration such as 168h')
+  return { retention }
 }
 
 const tokensFileError = (problem: string) => invalid('API_TOKENS_FILE', problem,

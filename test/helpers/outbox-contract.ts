@@ -268,9 +268,11 @@ export function outboxContract ({ test, open, storage }: OutboxContractOptions):
       const seqs = events.map(({ seq }) => seq)
       const first = await outbox.claim([{ endpoint: 'all', limit: 2 }], LONG_LEASE_MS)
       assert.deepEqual(byKey(first), seqs.slice(0, 2).map((seq) => `all:${seq}`).sort(), 'the two oldest')
+      const feedId = (await outbox.readFeed(undefined, 0)).id
       for (const delivery of first) {
         const event = events.find(({ seq }) => seq === delivery.seq)!
-        same(delivery, { seq: event.seq, messageId: event.messageId, type: 'plant.created', endpoint: 'all', payload: event.payload, attempts: 0, claim: delivery.claim })
+        same(delivery, { seq: event.seq, messageId: event.messageId, type: 'plant.created', endpoint: 'all', payload: event.payload, attempts: 0, claim: delivery.claim, feed: delivery.feed })
+        assert.deepEqual([delivery.feed.id, delivery.feed.position.seq], [feedId, event.seq], 'its place in the change feed (its webhook-cursor)')
         assert.equal(typeof delivery.claim, 'string')
       }
       const second = await outbox.claim([{ endpoint: 'all', limit: 10 }, { endpoint: 'created', limit: 1 }], LONG_LEASE_MS)

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createFenceFunctionSql, fenceTriggerOn } from '../../plugins/store/postgres/schema-version.js'
+import { revisionAndTagIndexSql } from '../../plugins/store/postgres/table.js'
 
 /**
  * What the release before the landed one (git commit 8cea9fa) creates, copied from its source
@@ -107,8 +108,19 @@ export function builtLandedRelease (): { server: string } | { missing: string } 
 export const FENCED_SQLITE_DDL = LANDED_SQLITE_DDL.replace('PRAGMA user_version = 1;', 'PRAGMA user_version = 2;')
 
 const PLANTS = { table: 'plants' }
-export const FENCED_POSTGRES_DDL = [
-  LANDED_POSTGRES_DDL.replace('VALUES (1);', 'VALUES (3);'),
-  createFenceFunctionSql(PLANTS, 3),
+const fencedAt = (version: number) => [
+  LANDED_POSTGRES_DDL.replace('VALUES (1);', `VALUES (${version});`),
+  createFenceFunctionSql(PLANTS, version),
   ...['"plants"', '"plants_webhook_deliveries"', '"plants_webhook_endpoints"'].flatMap((table) => fenceTriggerOn(PLANTS, table))
-].join(';\n')
+]
+export const FENCED_POSTGRES_DDL = fencedAt(3).join(';\n')
+
+/**
+ * The release before the change feed (issue 36: SQLite 3, PostgreSQL 4): the tables above, each
+ * plant's revision and the (tag, id) index, as its steps 3 (SQLite) and 4 (PostgreSQL) made them.
+ */
+export const REVISED_SQLITE_DDL = `${FENCED_SQLITE_DDL.replace('PRAGMA user_version = 2;', 'PRAGMA user_version = 3;')}
+ALTER TABLE plants ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX plants_tag_id ON plants (tag, id);
+`
+export const REVISED_POSTGRES_DDL = [...fencedAt(4), ...revisionAndTagIndexSql(PLANTS)].join(';\n')

@@ -16,7 +16,7 @@ function operations (doc: any): Array<{ method: string, path: string, operation:
     Object.entries(methods as Record<string, any>).map(([method, operation]) => ({ method, path, operation })))
 }
 
-const PLANT_ROUTES = ['post /plants', 'get /plants', 'get /plants/{id}', 'put /plants/{id}', 'delete /plants/{id}']
+const PLANT_ROUTES = ['post /plants', 'get /plants', 'get /plants/{id}', 'put /plants/{id}', 'delete /plants/{id}', 'get /plants/changes']
 
 t.test('the OpenAPI document describes the service as SPEC.md does', async (t) => {
   const { app } = await build(t)
@@ -87,7 +87,7 @@ t.test('every operation has a summary, a description, a unique operationId and a
     t.notOk(ids.has(operation.operationId), `${title}: operationId ${operation.operationId} is unique`)
     ids.add(operation.operationId)
   }
-  t.equal(ids.size, 7)
+  t.equal(ids.size, 8)
   t.match(doc.info.description, /rounded/, 'the document warns that Swagger UI rounds ids past 2^53')
 })
 
@@ -125,7 +125,8 @@ t.test('each error example in the document is a message the service really sends
   const memory = createMemoryStore()
   const failing = (ErrorType: new () => Error): PlantStore => {
     const fail = async () => { throw new ErrorType() }
-    return { ...memory, create: fail, get: fail, list: fail, delete: fail, ping: fail, update: fail, listTagged: fail }
+    // The feed reads the store's outbox: it fails the same way.
+    return { ...memory, create: fail, get: fail, list: fail, delete: fail, ping: fail, update: fail, listTagged: fail, openOutbox: async () => ({ readFeed: fail }) } as PlantStore
   }
   const apps = {
     normal: (await build(t, { rateLimit: { max: 1000, timeWindow: 60 * 60_000 } })).app,
@@ -154,7 +155,8 @@ t.test('each error example in the document is a message the service really sends
     [`get /plants ${status}`]: [[app, { url: '/plants', headers }]],
     [`get /plants/{id} ${status}`]: [[app, { url: '/plants/1', headers }]],
     [`put /plants/{id} ${status}`]: [[app, { method: 'PUT', url: '/plants/1', headers: { ...JSON_TYPE, ...headers }, payload: '{"name":"n"}' }]],
-    [`delete /plants/{id} ${status}`]: [[app, { method: 'DELETE', url: '/plants/1', headers }]]
+    [`delete /plants/{id} ${status}`]: [[app, { method: 'DELETE', url: '/plants/1', headers }]],
+    [`get /plants/changes ${status}`]: [[app, { url: '/plants/changes', headers }]]
   })
   const merge = (...tables: Array<Record<string, Request[]>>) => {
     const merged: Record<string, Request[]> = {}
@@ -192,7 +194,10 @@ t.test('each error example in the document is a message the service really sends
       'put /plants/{id} 413': [['normal', update('/plants/1', JSON.stringify({ name: 'n', padding: 'x'.repeat(1024 * 1024) }))]],
       'put /plants/{id} 415': [['normal', update('/plants/1', '{"name":"n"}', { ...AUTH, 'content-type': 'text/plain' })]],
       'put /plants/{id} 501': [['host', update('/plants/1', '{"name":"n"}')]],
-      'get /readyz 503': [['down', { url: '/readyz' }]]
+      'get /readyz 503': [['down', { url: '/readyz' }]],
+      'get /plants/changes 400': [['normal', { url: '/plants/changes?after=x', headers: AUTH }], ['normal', { url: '/plants/changes?limit=0', headers: AUTH }],
+        ['normal', { url: '/plants/changes?wait=31', headers: AUTH }]],
+      'get /plants/changes 410': [['normal', { url: `/plants/changes?after=${Buffer.from(`${'0'.repeat(36)}.0.0`).toString('base64url')}`, headers: AUTH }]]
     })
 
   const documented: string[] = []
@@ -202,7 +207,7 @@ t.test('each error example in the document is a message the service really sends
       if (examples === undefined) continue
       const key = `${method} ${path} ${status}`
       // The probes have no fault to show their 500 with: it would take a bug.
-      if (path !== '/plants' && path !== '/plants/{id}' && status === '500') continue
+      if (!['/plants', '/plants/{id}', '/plants/changes'].includes(path) && status === '500') continue
       documented.push(key)
       const sent = []
       for (const [app, options] of requests[key] ?? []) {

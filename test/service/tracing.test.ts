@@ -129,7 +129,7 @@ t.test('tracing on without its packages (a runtime folder made without --tracing
 })
 
 t.test('an attempt whose span has no traceparent is sent with its headers as they are', async (t) => {
-  const delivery = { seq: 1n, messageId: 'msg_1', type: 'plant.created', endpoint: 'e', payload: '{}', attempts: 0, claim: 'c' } satisfies ClaimedDelivery
+  const delivery = { seq: 1n, messageId: 'msg_1', type: 'plant.created', endpoint: 'e', payload: '{}', attempts: 0, claim: 'c', feed: { id: 'f', position: { xid: 0n, seq: 1n } } } satisfies ClaimedDelivery
   const ended: string[] = []
   const sent: Array<Record<string, string>> = []
   const result = await tracedAttempt({ traceContext: () => undefined, attempt: () => ({ traceparent: undefined, end: (r) => ended.push(r.outcome) }) },

@@ -102,6 +102,11 @@ t.test('the table dropped (42P01): the migration runs again, no 500 and no resta
   await sqlOn(url, 'DROP TABLE plants')
   t.equal((await ready(app)).statusCode, 200, '/readyz finds the table gone and has it made again')
   t.strictSame(await sqlOn(url, "SELECT to_regclass('plants') IS NOT NULL AS present"), [{ present: true }])
+  // A delete writes its feed event: with the events table dropped it fails once, and the outbox tables are made again.
+  t.equal((await post(app, 2)).statusCode, 200)
+  await sqlOn(url, 'DROP TABLE plants_webhook_events')
+  t.not((await remove(app, 2)).statusCode, 200, 'the delete whose event table is gone fails')
+  t.equal((await remove(app, 2)).statusCode, 204, 'the next one finds the tables made again')
 })
 
 t.test('prepared statements lost by the session, as behind a pooler (26000): the create is stored through another connection, no 500', { skip: pgSkip }, async (t) => {

@@ -15,7 +15,7 @@ t.test('a new database: the plants table and its schema version, recorded once h
   const url = await freshDatabase(t)
   for (let run = 0; run < 2; run++) await (await openPostgresStore(url)).close()
   t.strictSame(await versions(url), [{ version: SCHEMA_VERSION }])
-  t.equal(SCHEMA_VERSION, 4, 'version 2: the events\' trace_context column; 3: the fence on the tables written; 4: revisions and the tag index')
+  t.equal(SCHEMA_VERSION, 5, 'version 2: the events\' trace_context column; 3: the fence on the tables written; 4: revisions and the tag index; 5: the change feed')
 })
 
 t.test('a version record emptied by hand is written again at start', { skip: pgSkip }, async (t) => {
@@ -41,7 +41,7 @@ t.test('a huge version that a release could still have written (a million) is a 
   const url = await freshDatabase(t)
   await (await openPostgresStore(url)).close()
   await sqlOn(url, 'UPDATE plants_schema_version SET version = 1000000')
-  await t.rejects(openPostgresStore(url), { message: /: schema version 1000000 was written by a newer plant-store \(this one knows up to 4\)/ })
+  await t.rejects(openPostgresStore(url), { message: /: schema version 1000000 was written by a newer plant-store \(this one knows up to 5\)/ })
 })
 
 // Each as the version table can be made to hold it: the column's NOT NULL dropped, its type changed.
@@ -61,7 +61,7 @@ for (const [kind, sql, shown] of ODD_VERSIONS) {
     const before = await sqlOn(url, 'SELECT version::text FROM plants_schema_version')
     await t.rejects(openPostgresStore(url), {
       message: `plant-store: the PostgreSQL table "public"."plants_schema_version": schema version ${shown} is not one plant-store writes ` +
-        '(a whole number, 4 for this release): it was set by hand or by another program; if the data is plant-store\'s, ' +
+        `(a whole number, ${SCHEMA_VERSION} for this release): it was set by hand or by another program; if the data is plant-store's, ` +
         'UPDATE "public"."plants_schema_version" SET version to the version its tables are at, or restore a backup'
     })
     t.strictSame(await sqlOn(url, 'SELECT version::text FROM plants_schema_version'), before, 'the record is left as it was')
@@ -95,4 +95,10 @@ t.test('a database the release before versions wrote, its plants table another r
     t.equal(revisionOf(renamed as { name: string }), undefined)
     t.strictSame(await sqlOn(admin, "SELECT to_regclass('plants_schema_version') AS version, count(*)::int AS fences FROM pg_trigger WHERE tgname = 'plant_store_schema_fence'"),
       [{ version: null, fences: 0 }], 'no version recorded, no fence')
+    // Its outbox as a release before the feed left it (no feed table): no step runs there, the outbox makes the feed's.
+    await sqlOn(admin, 'DROP TABLE plants_webhook_feed')
+    const again = await openPostgresStore(url) as Awaited<ReturnType<typeof openPostgresStore>> & OutboxStore
+    t.teardown(() => again.close())
+    const reopened = await again.openOutbox({ endpoints: [], payloads: eventPayloads, feed: true })
+    t.equal(typeof (await reopened.readFeed(undefined, 10)).id, 'string', 'the feed\'s table made again, its identity new')
   })

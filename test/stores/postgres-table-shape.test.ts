@@ -77,8 +77,9 @@ t.test('postgres.schema: the table goes in a schema of its own; nothing is writt
   t.equal((await post(app, 1)).statusCode, 200)
   t.equal((await getPlant(app, 1)).statusCode, 200)
   t.strictSame(await sqlOn(url, "SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema IN ('public', 'plant_store') ORDER BY 1, 2"),
-    [{ table_schema: 'plant_store', table_name: 'plants' }, { table_schema: 'plant_store', table_name: 'plants_schema_version' }],
-    'the table and its schema version, in plant_store')
+    ['plants', 'plants_schema_version', ...['attempts', 'deliveries', 'endpoints', 'events', 'feed'].map((table) => `plants_webhook_${table}`)]
+      .sort().map((table) => ({ table_schema: 'plant_store', table_name: table })),
+    'the table, its schema version and the events the change feed reads, in plant_store')
 })
 
 t.test('ids read back as numeric by a listing: 503, not ids of another type, nor a 500', { skip: pgSkip }, async (t) => {

@@ -16,21 +16,25 @@ import { SCHEMA_VERSION } from '../../plugins/store/postgres/schema-version.js'
 import { SQLITE_SCHEMA_VERSION } from '../../plugins/store/sqlite/schema-version.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { freshDatabase, postgresSkip, sqlOn } from '../helpers/postgres.js'
-import { FENCED_POSTGRES_DDL, FENCED_SQLITE_DDL, LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../helpers/previous-release.js'
+import {
+  FENCED_POSTGRES_DDL, FENCED_SQLITE_DDL, LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL, REVISED_POSTGRES_DDL, REVISED_SQLITE_DDL
+} from '../helpers/previous-release.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
 
 /** Each version's fingerprint, from its first release on; a new step adds its own. */
 const SQLITE_FINGERPRINTS: Record<number, string> = {
   2: '1a621fdfd362f1e1',
-  3: 'c01bcfc3d04c5ae3'
+  3: 'c01bcfc3d04c5ae3',
+  4: 'e8e52518b522ace3'
 }
 const POSTGRES_FINGERPRINTS: Record<number, string> = {
   3: '8235ec1ce84ddb8c',
-  4: '5683a3c5cf18a3c6'
+  4: '5683a3c5cf18a3c6',
+  5: '2c40a1e23f6669fb'
 }
 
 const OLDER = [['the release before the landed one', PREVIOUS_SQLITE_DDL, PREVIOUS_POSTGRES_DDL], ['the landed release', LANDED_SQLITE_DDL, LANDED_POSTGRES_DDL],
-  ['the release before revisions', FENCED_SQLITE_DDL, FENCED_POSTGRES_DDL]] as const
+  ['the release before revisions', FENCED_SQLITE_DDL, FENCED_POSTGRES_DDL], ['the release before the change feed', REVISED_SQLITE_DDL, REVISED_POSTGRES_DDL]] as const
 const fingerprintOf = (schema: unknown) => createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16)
 
 /** The store at `url` opened with webhooks (their tables are part of the schema), then closed. */

@@ -21,7 +21,7 @@ t.test('the file is created on first start, in WAL mode with fsync on every comm
   t.teardown(() => db.close())
   t.equal(db.pragma('journal_mode', { simple: true }), 'wal')
   t.equal(db.pragma('user_version', { simple: true }), SQLITE_SCHEMA_VERSION, 'the schema is at its latest version')
-  t.equal(SQLITE_SCHEMA_VERSION, 3, 'version 2: the events\' trace_context column; 3: revisions and the tag index')
+  t.equal(SQLITE_SCHEMA_VERSION, 4, 'version 2: the events\' trace_context column; 3: revisions and the tag index; 4: the change feed\'s identity')
 })
 
 t.test('a reopened file keeps its plants and is not migrated twice', async (t) => {

@@ -16,7 +16,8 @@ import { openSqliteStore } from '../../plugins/store/sqlite/store.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../helpers/postgres.js'
 import {
-  FENCED_POSTGRES_DDL, FENCED_SQLITE_DDL, LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL, pendingEventSql
+  FENCED_POSTGRES_DDL, FENCED_SQLITE_DDL, LANDED_POSTGRES_DDL, LANDED_SQLITE_DDL, PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL, pendingEventSql,
+  REVISED_POSTGRES_DDL, REVISED_SQLITE_DDL
 } from '../helpers/previous-release.js'
 import { revisionOf } from '../../plugins/store/revision.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
@@ -29,7 +30,8 @@ const OLD_ID = 9007199254740993n
 const TRACE = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
 const RELEASES = [['the release before the landed one (no trace_context)', PREVIOUS_SQLITE_DDL, PREVIOUS_POSTGRES_DDL],
   ['the landed release (version 1 with trace_context)', LANDED_SQLITE_DDL, LANDED_POSTGRES_DDL],
-  ['the release before revisions (SQLite 2, PostgreSQL 3 with its fence)', FENCED_SQLITE_DDL, FENCED_POSTGRES_DDL]] as const
+  ['the release before revisions (SQLite 2, PostgreSQL 3 with its fence)', FENCED_SQLITE_DDL, FENCED_POSTGRES_DDL],
+  ['the release before the change feed (SQLite 3, PostgreSQL 4: revisions)', REVISED_SQLITE_DDL, REVISED_POSTGRES_DDL]] as const
 
 function olderSqliteFile (dir: string, ddl: string, version?: number): string {
   const file = join(dir, 'plants.db')
@@ -44,8 +46,8 @@ function olderSqliteFile (dir: string, ddl: string, version?: number): string {
 }
 
 /** The old plant is served, its pending event is claimed, and a new create's event keeps its trace context. */
-async function assertUpgraded (t: Test, store: PlantStore & OutboxStore) {
-  const outbox = await store.openOutbox({ ...OUTBOX, traceContext: () => TRACE })
+async function assertUpgraded (t: Test, store: PlantStore & OutboxStore, revised: boolean) {
+  const outbox = await store.openOutbox({ ...OUTBOX, feed: true, traceContext: () => TRACE })
   t.strictSame(await store.list({ limit: 10 }), [{ id: OLD_ID, name: `old ${OLD_ID}` }], 'the old plant is there')
   const [old] = await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)
   t.match(old, { type: 'plant.created', messageId: `msg_old${OLD_ID}`, payload: new RegExp(`"id":${OLD_ID},`) }, 'its pending event is delivered')
@@ -54,12 +56,14 @@ async function assertUpgraded (t: Test, store: PlantStore & OutboxStore) {
   const [claimed] = await outbox.claim([{ endpoint: 'e', limit: 10 }], 60_000)
   t.match(claimed, { type: 'plant.created', traceContext: TRACE }, 'a new create\'s event keeps its trace context')
   const revising = store as PlantStore & Required<Pick<PlantStore, 'update' | 'listTagged'>>
-  const oldPlant = (await store.get(OLD_ID))!
-  t.equal(revisionOf(oldPlant), '0', 'the old plant has revision 0')
-  t.equal(await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: ['1'] }), 'precondition-failed')
-  const renamed = await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: ['0'] })
+  const revision = revisionOf((await store.get(OLD_ID))!) ?? 'none'
+  // A plant of a release with revisions has the one its release gave it; one from before, 0.
+  if (!revised) t.equal(revision, '0', 'the old plant has revision 0')
+  const next = String(BigInt(revision) + 1n)
+  t.equal(await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: [next] }), 'precondition-failed')
+  const renamed = await revising.update(OLD_ID, { name: 'renamed', tag: 'kept' }, { ifRevision: [revision] })
   t.strictSame(renamed, { name: 'renamed', tag: 'kept' }, 'the old plant updates under its ETag')
-  t.equal(revisionOf(renamed as { name: string }), '1')
+  t.equal(revisionOf(renamed as { name: string }), next)
   t.strictSame(await revising.listTagged('kept', { limit: 10 }), [{ id: OLD_ID, name: 'renamed', tag: 'kept' }], 'and lists by its tag')
 }
 
@@ -68,7 +72,7 @@ for (const [release, sqliteDdl, postgresDdl] of RELEASES) {
     const file = olderSqliteFile(t.testdir(), sqliteDdl)
     const store = openSqliteStore(file)
     t.teardown(() => store.close())
-    await assertUpgraded(t, store)
+    await assertUpgraded(t, store, sqliteDdl === REVISED_SQLITE_DDL)
     const after = new Database(file, { readonly: true })
     t.teardown(() => after.close())
     t.equal(after.pragma('user_version', { simple: true }), SQLITE_SCHEMA_VERSION, 'the version moved with the schema')
@@ -81,7 +85,7 @@ for (const [release, sqliteDdl, postgresDdl] of RELEASES) {
       await sqlOn(url, `INSERT INTO plants (id, name) VALUES (${OLD_ID}, 'old ${OLD_ID}'); ${pendingEventSql('postgres', String(OLD_ID), 'e')}`)
       const store = await openStore(url) as PlantStore & OutboxStore
       t.teardown(() => store.close())
-      await assertUpgraded(t, store)
+      await assertUpgraded(t, store, sqliteDdl === REVISED_SQLITE_DDL)
       t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: SCHEMA_VERSION }], 'the version moved with the schema')
     })
 }
@@ -89,7 +93,7 @@ for (const [release, sqliteDdl, postgresDdl] of RELEASES) {
 t.test('SQLite: a file from a newer release is refused, saying what to do, and left as it was', async (t) => {
   const file = olderSqliteFile(t.testdir(), LANDED_SQLITE_DDL, 7)
   t.throws(() => openSqliteStore(file), {
-    message: 'schema version 7 was written by a newer plant-store (this one knows up to 3): run that release, or restore a backup taken before the upgrade'
+    message: 'schema version 7 was written by a newer plant-store (this one knows up to 4): run that release, or restore a backup taken before the upgrade'
   })
   const after = new Database(file, { readonly: true })
   t.teardown(() => after.close())

@@ -9,6 +9,8 @@ t.test('every setting has a default that starts the service on SQLite', async (t
     HOST: '127.0.0.1',
     PORT: 3000,
     DOCS: 'on',
+    FEED: 'on',
+    FEED_RETENTION: '168h',
     DATABASE_URL: 'sqlite:./data/plants.db',
     LOG_LEVEL: 'info',
     BODY_LIMIT: 1048576,
@@ -157,4 +159,13 @@ t.test('TOKENLESS_CONNECTION_SHARE: connections without a verified token may hol
   t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 0.25 }, 41), 10, 'rounded down')
   t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 1 }, 200), 200, '1: no reserve')
   t.equal(tokenlessLimit({ TOKENLESS_CONNECTION_SHARE: 0.01 }, 10), 1, 'at least one')
+})
+
+t.test('FEED and FEED_RETENTION: off is feed: false (the webhooks keep their own retention); a retention of 0 is refused', async (t) => {
+  const hook = { WEBHOOK_URL: 'https://example.com/hook', WEBHOOK_SECRET: `whsec_${Buffer.from('k'.repeat(32)).toString('base64')}`, WEBHOOK_RETENTION: '1h' }
+  const off = appOptions(loadConfig({ FEED: 'off', ...hook }), ['a'])
+  t.equal(off.feed, false)
+  t.equal(off.webhooks?.retention, 3_600_000, 'the webhooks\' own retention')
+  t.equal(appOptions(loadConfig(hook), ['a']).webhooks?.retention, 168 * 3_600_000, 'with the feed on, the longer of both')
+  t.throws(() => appOptions(loadConfig({ FEED_RETENTION: '0s' }), ['a']), { message: 'Invalid configuration: FEED_RETENTION is 0; set it to a positive duration such as 168h.' })
 })

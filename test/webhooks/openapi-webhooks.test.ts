@@ -10,7 +10,7 @@ import { plantCreatedPayload, plantDeletedPayload, plantUpdatedPayload } from '.
 import { messageId, webhookHeaders } from '../../plugins/webhooks/delivery/signing.js'
 import { build, TOKEN } from '../helpers/app.js'
 
-const HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature']
+const HEADERS = ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-cursor']
 const AT = new Date('2026-11-24T00:20:00.123Z')
 const IDS = [2n ** 53n + 1n, INT64_MAX, INT64_MIN]
 
@@ -48,7 +48,7 @@ t.test('the document declares plant.created at the original\'s webhooks["/plant/
     t.same(bodySchema(doc, key).properties.type, { type: 'string', const: type, description: 'The event type (Standard Webhooks\' `type`)', examples: [type] })
     t.match(bodySchema(doc, key).properties.timestamp, { type: 'string', format: 'date-time' })
     t.same(post.parameters.map(({ name, in: where, required }: any) => [name, where, required]),
-      HEADERS.map((name) => [name, 'header', true]), `${key}: the three Standard Webhooks headers, required`)
+      HEADERS.map((name) => [name, 'header', true]), `${key}: the three Standard Webhooks headers and the feed's cursor, required`)
     t.same(Object.keys(post.responses), ['200', '410', 'default'])
     t.match(post.responses['200'].description, /any 2xx/)
     t.match(post.responses['410'].description, /disabled/)
@@ -79,7 +79,7 @@ t.test('the headers the service signs with fit the documented header parameters,
     }))
     const body = plantDeletedPayload(1n, AT)
     for (const signing of [keys.slice(0, 1), keys]) {
-      const sent = webhookHeaders(signing, messageId(), body)
+      const sent = webhookHeaders(signing, messageId(), body, Date.now(), 'ZmVlZC5leGFtcGxlLjAuNDI')
       for (const name of HEADERS) {
         // Header values are text; the document's integer is written in decimal digits.
         const value = name === 'webhook-timestamp' ? Number(sent[name]) : sent[name]

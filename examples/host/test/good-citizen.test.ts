@@ -83,7 +83,7 @@ test('two instances under two prefixes have distinct operationIds', async (t) =>
   await host.ready()
   const doc = host.swagger() as { paths: Record<string, Record<string, { operationId?: string }>> }
   const ids = Object.values(doc.paths).flatMap((methods) => Object.values(methods).map(({ operationId }) => operationId))
-  assert.equal(ids.length, 14, 'the 7 operations of each instance: create, read, update, list, delete, and the two health routes')
+  assert.equal(ids.length, 16, 'the 8 operations of each instance: create, read, update, list, delete, the change feed, and the two health routes')
   assert.equal(new Set(ids).size, ids.length, `distinct: ${ids.join(', ')}`)
 })
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { systemClock, type Clock } from '../../http/clock.js'
 import {
   subscribersOf, traced, type AttemptRecord, type AttemptView, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
-  type OutboxEventType, type OutboxOptions, type Subscribers, type WebhookOutbox
+  type FeedPosition, type FeedRead, type FeedRow, type OutboxEventType, type OutboxOptions, type Subscribers, type WebhookOutbox
 } from '../outbox.js'
 
 interface Delivery {
@@ -41,6 +41,8 @@ const viewOf = (event: StoredEvent): EventView => ({
 class MemoryOutbox implements WebhookOutbox {
   readonly #events = new Map<bigint, StoredEvent>()
   #lastSeq = 0n
+  #pruned = 0n
+  readonly #feedId = randomUUID()
   readonly #states: Map<string, EndpointState>
   readonly #to: Subscribers
   readonly #options: OutboxOptions
@@ -56,7 +58,7 @@ class MemoryOutbox implements WebhookOutbox {
   /** An event made at `at`, when an endpoint takes its type: the payload's timestamp and the event's own time are one. */
   add (type: OutboxEventType, payloadOf: (at: Date) => string) {
     const at = new Date(this.#clock.now())
-    if (this.#to[type].length === 0) return
+    if (this.#to[type].length === 0 && this.#options.feed !== true) return
     const seq = ++this.#lastSeq
     const dueAt = at.getTime()
     this.#events.set(seq, {
@@ -88,7 +90,15 @@ class MemoryOutbox implements WebhookOutbox {
         delivery.claim = claim
         delivery.dueAt = now + leaseMs
         claimed.push({
-          seq: event.seq, messageId: event.messageId, type: event.type, endpoint, payload: event.payload, attempts: delivery.attempts, claim, ...traced(event.traceContext)
+          seq: event.seq,
+          messageId: event.messageId,
+          type: event.type,
+          endpoint,
+          payload: event.payload,
+          attempts: delivery.attempts,
+          claim,
+          ...traced(event.traceContext),
+          feed: { id: this.#feedId, position: { xid: 0n, seq: event.seq } }
         })
       }
     }
@@ -189,9 +199,22 @@ class MemoryOutbox implements WebhookOutbox {
     for (const [seq, event] of this.#events) {
       if (event.createdAt >= before || event.deliveries.some(({ state }) => state === 'pending')) continue
       this.#events.delete(seq)
+      if (seq > this.#pruned) this.#pruned = seq
       removed++
     }
     return removed
+  }
+
+  async readFeed (after: FeedPosition | undefined, limit: number): Promise<FeedRead> {
+    const from = after?.seq ?? this.#pruned
+    const rows: FeedRow[] = []
+    // By seq from the position on: a follower at the head looks at no older event.
+    for (let seq = from + 1n; seq <= this.#lastSeq && rows.length < limit; seq++) {
+      const event = this.#events.get(seq)
+      if (event !== undefined) rows.push({ position: { xid: 0n, seq }, type: event.type, payload: event.payload })
+    }
+    const head = { xid: 0n, seq: this.#lastSeq }
+    return { id: this.#feedId, pruned: { xid: 0n, seq: this.#pruned }, head, latest: head, rows }
   }
 }
 

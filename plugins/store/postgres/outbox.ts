@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { systemClock, type Clock } from '../../http/clock.js'
 import type {
-  AttemptRecord, ClaimedDelivery, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
+  AttemptRecord, ClaimedDelivery, FeedPosition, FeedRead, DeliveryState, EndpointState, EventView, OutboxEventType, OutboxOptions, WebhookOutbox
 } from '../outbox.js'
 import { traced } from '../outbox.js'
 import { announcer, channelOf, listen, notifySql } from './announce.js'
 import { query } from './connection.js'
 import { addTraceContext, addTraceContextSql, FENCE_MARK, fenceFunction, fenceTriggerOn } from './schema-version.js'
 import { sqlName, type TableName } from './table.js'
+import { feedTablesSql, prunedMarkSql, readFeedSql } from './feed-sql.js'
 
 /** Runs one statement of the store's own (classified failures, int8 as BigInt). */
 export type RunQuery = <R extends pg.QueryResultRow>(text: string, values: unknown[], prepared?: boolean) => Promise<pg.QueryResult<R>>
@@ -23,7 +24,7 @@ export const MAX_WEBHOOK_TABLE_BYTES = 63 - LONGEST_SUFFIX.length
 /** The outbox tables' names, beside the plants table and named after it (cut by PostgreSQL when too long). */
 export function outboxNames (plants: TableName) {
   const named = (suffix: string) => sqlName({ schema: plants.schema, table: `${plants.table}_webhook_${suffix}` })
-  return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints') }
+  return { events: named('events'), deliveries: named('deliveries'), attempts: named('attempts'), endpoints: named('endpoints'), feed: named('feed') }
 }
 
 /** The outbox tables, beside the plants table and named after it. */
@@ -40,8 +41,7 @@ type Tables = ReturnType<typeof outboxTables>
 /** The revision a statement returns: the column's, or none where the table has none (Migrated.revisions). */
 export const revisionSql = (revisions: boolean) => revisions ? 'revision' : 'NULL::int8 AS revision'
 
-/** Made when webhooks are first configured (under the migration lock): without them nothing of this exists. */
-export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
+const webhookTablesSql = ({ events, deliveries, attempts, endpoints }: Tables, plants: TableName) => [
   `CREATE TABLE IF NOT EXISTS ${events} (seq int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, message_id text NOT NULL,
     type text NOT NULL, payload text NOT NULL, created_at timestamptz NOT NULL, trace_context text)`,
   // An events table an earlier release made has no trace_context: the same script upgrades it.
@@ -56,6 +56,9 @@ export const createOutboxSql = ({ events, deliveries, attempts, endpoints }: Tab
   `CREATE TABLE IF NOT EXISTS ${endpoints} (name text PRIMARY KEY, enabled boolean NOT NULL, disabled_reason text,
     disabled_at timestamptz, last_success_at timestamptz, failing_since timestamptz)`
 ]
+
+/** Made when webhooks or the feed are first on (under the migration lock): without them nothing of this exists. */
+export const createOutboxSql = (tables: Tables, plants: TableName) => [...webhookTablesSql(tables, plants), ...feedTablesSql(tables, plants)]
 
 /** The fence (schema-version.ts) on the outbox tables that plant-store writes: every statement that writes the outbox writes one of them. */
 export const outboxFenceSql = ({ deliveries, endpoints }: Tables, plants: TableName) =>
@@ -79,6 +82,10 @@ export async function createOutboxTables (client: pg.PoolClient, tables: Tables,
       for (const statement of [...createOutboxSql(tables, plants), ...(fenced ? outboxFenceSql(tables, plants) : [])]) await client.query(statement)
     } else {
       await addTraceContext(client, tables.events)
+      // Tables an unversioned release made (no migration step ran on them) have no feed yet; only
+      // then altered: ALTER TABLE needs the owner even when there is nothing to add.
+      const { rows: [{ feed }] } = await client.query<{ feed: boolean }>('SELECT to_regclass($1) IS NOT NULL AS feed', [tables.feed])
+      if (!feed) for (const statement of feedTablesSql(tables, plants)) await client.query(statement)
     }
     await client.query(`${FENCE_MARK}INSERT INTO ${tables.endpoints} (name, enabled) SELECT name, true FROM unnest($1::text[]) AS n(name)
       ON CONFLICT (name) DO NOTHING`, [endpoints])
@@ -127,7 +134,15 @@ export const deleteWithEventSql = (plants: string, { events, deliveries }: Table
   SELECT id FROM del`
 
 interface ClaimRow {
-  seq: bigint, endpoint: string, attempts: number, message_id: string, type: OutboxEventType, payload: string, trace_context: string | null
+  seq: bigint,
+  endpoint: string,
+  attempts: number,
+  message_id: string,
+  type: OutboxEventType,
+  payload: string,
+  trace_context: string | null
+  xid: string,
+  feed_id: string
 }
 
 interface EventRow {
@@ -146,7 +161,7 @@ interface EventRow {
 }
 
 /** The outbox's statements on its tables. */
-function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: Tables) {
+function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable, feed }: Tables) {
   const claimSql = `${FENCE_MARK}WITH ${NO_FSYNC},
     want AS (SELECT * FROM unnest($1::text[], $2::int4[]) AS w(endpoint, n)),
     due AS (SELECT d.seq, d.endpoint FROM want JOIN ${endpointTable} en ON en.name = want.endpoint AND en.enabled
@@ -154,7 +169,8 @@ function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: 
         WHERE endpoint = want.endpoint AND state = 'pending' AND due_at <= $3 ORDER BY due_at LIMIT want.n FOR UPDATE SKIP LOCKED) d),
     claimed AS (UPDATE ${deliveries} t SET claim = $4, due_at = $5 FROM due, nofsync
       WHERE t.seq = due.seq AND t.endpoint = due.endpoint RETURNING t.seq, t.endpoint, t.attempts)
-    SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload, e.trace_context FROM claimed c JOIN ${events} e ON e.seq = c.seq`
+    SELECT c.seq, c.endpoint, c.attempts, e.message_id, e.type, e.payload, e.trace_context, e.xid::text AS xid, (SELECT id::text FROM ${feed}) AS feed_id
+    FROM claimed c JOIN ${events} e ON e.seq = c.seq`
   // The batch as one JSON array of rows (see recordRows): JSON.stringify costs the sender far less
   // than an array literal per column, each element escaped. Times are epoch milliseconds.
   const recordSql = `${FENCE_MARK}WITH ${NO_FSYNC},
@@ -187,7 +203,7 @@ function outboxSql ({ events, deliveries, attempts, endpoints: endpointTable }: 
   const listSql = `${eventsSql('e.seq > $1')} ORDER BY e.seq LIMIT $2`
   const oneSql = eventsSql('e.seq = $1')
 
-  return { claimSql, recordSql, releaseSql, listSql, oneSql }
+  return { claimSql, recordSql, releaseSql, listSql, oneSql, readFeedSql: readFeedSql({ events, feed }) }
 }
 
 const viewOf = (row: EventRow): EventView => ({
@@ -272,7 +288,15 @@ class PostgresOutbox implements WebhookOutbox {
     const { rows } = await this.runQuery<ClaimRow>(
       this.#sql.claimSql, [wants.map(({ endpoint }) => endpoint), wants.map(({ limit }) => limit), new Date(now), claim, new Date(now + leaseMs)])
     return rows.map((row): ClaimedDelivery => ({
-      seq: row.seq, messageId: row.message_id, type: row.type, endpoint: row.endpoint, payload: row.payload, attempts: row.attempts, claim, ...traced(row.trace_context)
+      seq: row.seq,
+      messageId: row.message_id,
+      type: row.type,
+      endpoint: row.endpoint,
+      payload: row.payload,
+      attempts: row.attempts,
+      claim,
+      ...traced(row.trace_context),
+      feed: { id: row.feed_id, position: { xid: BigInt(row.xid), seq: row.seq } }
     }))
   }
 
@@ -332,14 +356,29 @@ class PostgresOutbox implements WebhookOutbox {
   }
 
   async prune (before: Date) {
-    const { rowCount } = await this.runQuery(`${FENCE_MARK}WITH doomed AS (SELECT seq FROM ${this.tables.events} e WHERE created_at < $1
+    const { rowCount } = await this.runQuery(`${FENCE_MARK}WITH doomed AS (SELECT seq, xid FROM ${this.tables.events} e WHERE created_at < $1
         AND NOT EXISTS (SELECT 1 FROM ${this.tables.deliveries} d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT $2),
+      ${prunedMarkSql(this.tables.feed)},
       a AS (DELETE FROM ${this.tables.attempts} WHERE seq IN (SELECT seq FROM doomed)),
       d AS (DELETE FROM ${this.tables.deliveries} WHERE seq IN (SELECT seq FROM doomed))
       DELETE FROM ${this.tables.events} WHERE seq IN (SELECT seq FROM doomed)`, [before, PRUNE_BATCH])
     return Number(rowCount)
   }
+
+  async readFeed (after: FeedPosition | undefined, limit: number): Promise<FeedRead> {
+    const { rows: [row] } = await this.runQuery<FeedReadRow>(this.#sql.readFeedSql, after === undefined ? [null, null, limit] : [String(after.xid), after.seq, limit])
+    const pruned = { xid: BigInt(row.pruned_xid), seq: BigInt(row.pruned_seq) }
+    return {
+      id: row.id,
+      pruned,
+      head: { xid: BigInt(row.xmin), seq: 0n },
+      latest: { xid: BigInt(row.xmax), seq: 0n },
+      rows: row.rows.map(([xid, seq, type, payload]) => ({ position: { xid: BigInt(xid), seq: BigInt(seq) }, type, payload }))
+    }
+  }
 }
+
+interface FeedReadRow { id: string, pruned_xid: string, pruned_seq: string, xmin: string, xmax: string, rows: Array<[string, string, OutboxEventType, string]> }
 
 export function postgresOutbox (tables: Tables, runQuery: RunQuery, options: OutboxOptions, notifications: Notifications): WebhookOutbox {
   return new PostgresOutbox(tables, runQuery, options, notifications)

@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { newerSchema, oddSchema, versionKind } from '../schema-version.js'
+import { feedTablesSql } from './feed-sql.js'
 import { createTableSql, FENCE_TRIGGER, revisionColumnSql, sqlName, tagIndexSql, TableShapeError, type TableName } from './table.js'
 
 /** Beside the plants table and named after it, as the outbox tables are; one row. */
@@ -14,6 +15,7 @@ export interface StoreTables {
   events: string
   deliveries: string
   endpoints: string
+  feed: string
 }
 
 /** What a step runs on: a connection inside the migration's transaction, and which outbox tables exist. */
@@ -115,6 +117,10 @@ export const POSTGRES_STEPS: ReadonlyArray<(context: StepContext) => Promise<voi
     await run(client, revisionColumnSql(plants))
     const { rows: [{ empty }] } = await client.query<{ empty: boolean }>(`SELECT NOT EXISTS (SELECT 1 FROM ${sqlName(plants)}) AS empty`)
     if (empty) await client.query(tagIndexSql(plants))
+  },
+  // 5: the change feed: each event's transaction id (the feed's order) and the feed's identity, beside the events.
+  async ({ client, tables, present }) => {
+    if (present.has(tables.events)) await run(client, feedTablesSql(tables, tables.plants))
   }
 ]
 

@@ -9,7 +9,7 @@ import { DEFAULT_TABLE, sqlName, type TableName } from './table.js'
 import { FENCE_MARK, versionTable } from './schema-version.js'
 import { CheckedTable } from './checked-table.js'
 import { GroupCommit, type PendingCreate, type Settles } from '../group-commit.js'
-import { subscribersOf, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
+import { subscribersOf, type OutboxEventType, type OutboxOptions, type OutboxStore, type Subscribers } from '../outbox.js'
 import { createOutboxTables, deleteWithEventSql, insertWithEventsSql, outboxTables, postgresOutbox, revisionSql } from './outbox.js'
 import { revised } from '../revision.js'
 import { conditionalDeleteSql, updateBatchSql, type OneWriteRow } from './writes.js'
@@ -52,6 +52,8 @@ interface OutboxState {
   to: Subscribers
   tables: ReturnType<typeof outboxTables>
   tablesMade: () => Promise<void>
+  /** A write with events failed: the tables are looked for (and made) again before the next (a database or schema made anew). */
+  forget: () => void
 }
 
 /** Groups a batch's creates by id, in arrival order: a repeat of an id waits for the verdict on the first. */
@@ -122,12 +124,17 @@ class PostgresStore implements PlantStore, OutboxStore {
     return sqlName(this.#name)
   }
 
-  // With webhooks on, a create writes its events in the same statement.
+  /** Whether events of `type` are written: an endpoint takes them, or the feed is on. */
+  #writes (type: OutboxEventType): boolean {
+    return this.#outbox !== undefined && (this.#outbox.to[type].length > 0 || this.#outbox.options.feed === true)
+  }
+
+  // With webhooks or the feed on, a create writes its events in the same statement.
   get #insertBatch () {
     const table = this.#tableSql
     const { revisions } = this.#table
-    return this.#outbox !== undefined && this.#outbox.to['plant.created'].length > 0
-      ? insertWithEventsSql(table, this.#outbox.tables, revisions)
+    return this.#writes('plant.created')
+      ? insertWithEventsSql(table, this.#outbox!.tables, revisions)
       : insertBatchSql(table, revisions)
   }
 
@@ -149,14 +156,14 @@ class PostgresStore implements PlantStore, OutboxStore {
     const plants = creates.map(({ plant }) => plant)
     const values: unknown[] = [plants.map(({ id }) => id), plants.map(({ name }) => name), plants.map(({ tag }) => tag ?? null)]
     const outbox = this.#outbox
-    if (outbox !== undefined && outbox.to['plant.created'].length > 0) {
-      await outbox.tablesMade()
+    if (this.#writes('plant.created')) {
+      await outbox!.tablesMade()
       // The message ids are made for every plant of the batch; only those of the rows inserted are stored.
-      const at = new Date(outbox.clock.now())
-      const { payloads } = outbox.options
+      const at = new Date(outbox!.clock.now())
+      const { payloads } = outbox!.options
       const traced = creates.some(({ traceContext }) => traceContext !== undefined)
       values.push(payloads.createdHead(at), JSON.stringify(plants.map(() => payloads.messageId())), at,
-        outbox.to['plant.created'], traced ? JSON.stringify(creates.map(({ traceContext }) => traceContext ?? null)) : null)
+        outbox!.to['plant.created'], traced ? JSON.stringify(creates.map(({ traceContext }) => traceContext ?? null)) : null)
     }
     return values
   }
@@ -183,6 +190,7 @@ class PostgresStore implements PlantStore, OutboxStore {
       if (values.length > 3 && inserted.size > 0) this.#outbox!.options.committed?.('plant.created', inserted.size)
     } catch (error) {
       const failure = error as PostgresFailure
+      this.#outbox?.forget()
       // A row that another transaction holds made the whole statement give up: each row alone, so
       // that only its own creates wait for it (and fail, if it is still held).
       if (failure.where === 'wait' && groups.length > 1) {
@@ -276,7 +284,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   async #updateStatement (round: PendingUpdate[]) {
     const values: unknown[] = [round.map(({ id }) => id), round.map(({ plant }) => plant.name), round.map(({ plant }) => plant.tag ?? null),
       JSON.stringify(round.map(({ precondition }) => precondition?.ifRevision ?? null))]
-    const outbox = this.#outbox !== undefined && this.#outbox.to['plant.updated'].length > 0 ? this.#outbox : undefined
+    const outbox = this.#writes('plant.updated') ? this.#outbox : undefined
     if (outbox !== undefined) {
       await outbox.tablesMade()
       const at = new Date(outbox.clock.now())
@@ -295,7 +303,7 @@ class PostgresStore implements PlantStore, OutboxStore {
   /** One plant's write, with its event in the same statement when an endpoint takes its type. */
   async #writeOne (type: 'plant.updated' | 'plant.deleted', sqlOf: typeof conditionalDeleteSql, values: unknown[],
     payloadOf: (at: Date, payloads: OutboxOptions['payloads']) => string): Promise<OneWriteRow> {
-    const outbox = this.#outbox !== undefined && this.#outbox.to[type].length > 0 ? this.#outbox : undefined
+    const outbox = this.#writes(type) ? this.#outbox : undefined
     let all = values
     if (outbox !== undefined) {
       await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
@@ -314,16 +322,20 @@ class PostgresStore implements PlantStore, OutboxStore {
       return row.written || (row.found ? 'precondition-failed' as const : false)
     }
     const outbox = this.#outbox
-    if (outbox === undefined || outbox.to['plant.deleted'].length === 0) {
+    if (!this.#writes('plant.deleted')) {
       const { rowCount } = await this.#table.answered((client) => query(client, `${FENCE_MARK}DELETE FROM ${this.#tableSql} WHERE id = $1`, [id]))
       return rowCount === 1
     }
-    const at = new Date(outbox.clock.now())
-    const { payloads, committed, traceContext } = outbox.options
-    const { tables, to } = outbox
+    const at = new Date(outbox!.clock.now())
+    const { payloads, committed, traceContext } = outbox!.options
+    const { tables, to } = outbox!
     const deleteSql = deleteWithEventSql(this.#tableSql, tables)
-    await outbox.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
+    await outbox!.tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
     const { rowCount } = await this.#table.answered((client) => query(client, deleteSql, [id, payloads.messageId(), payloads.deleted(id, at), at, to['plant.deleted'], traceContext?.() ?? null]))
+      .catch((error: unknown) => {
+        outbox!.forget()
+        throw error
+      })
     if (rowCount === 1) committed?.('plant.deleted', 1)
     return rowCount === 1
   }
@@ -349,7 +361,8 @@ class PostgresStore implements PlantStore, OutboxStore {
       await tablesMade().catch((error: unknown) => { throw answerFor(error as PostgresFailure) })
       return this.#table.answered((client) => query<R>(client, text, values, prepared))
     }
-    this.#outbox = { options: outboxOptions, clock: outboxOptions.clock ?? systemClock, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade }
+    const forget = () => { made = undefined }
+    this.#outbox = { options: outboxOptions, clock: outboxOptions.clock ?? systemClock, to: subscribersOf(outboxOptions.endpoints), tables, tablesMade, forget }
     return postgresOutbox(tables, runQuery, outboxOptions, {
       plantsTable: this.#name.table,
       // pg-pool fills in its default (10) when a pool is made without one.

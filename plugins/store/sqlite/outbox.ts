@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import { systemClock, type Clock } from '../../http/clock.js'
+import { FEED_ROW, FEED_SCHEMA } from './schema-version.js'
 import {
-  subscribersOf, traced, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
+  subscribersOf, traced, type FeedRead, type AttemptOutcome, type AttemptRecord, type ClaimedDelivery, type DeliveryState, type EndpointState, type EventView,
   type OutboxEventType, type OutboxOptions, type WebhookOutbox
 } from '../outbox.js'
 
@@ -26,7 +27,7 @@ CREATE INDEX IF NOT EXISTS webhook_attempts_delivery ON webhook_attempts (seq, e
 CREATE TABLE IF NOT EXISTS webhook_endpoints (
   name TEXT PRIMARY KEY, enabled INTEGER NOT NULL, disabled_reason TEXT, disabled_at INTEGER, last_success_at INTEGER, failing_since INTEGER
 ) STRICT;
-`
+${FEED_SCHEMA}`
 
 // The most finished events one prune removes: each prune is one short transaction.
 const PRUNE_BATCH = 250
@@ -107,7 +108,12 @@ function prepareOutboxStatements (db: Database.Database) {
     AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.seq = e.seq AND d.state = 'pending') ORDER BY seq LIMIT ?`)
   const removeFrom = ['webhook_attempts', 'webhook_deliveries', 'webhook_events'].map((table) =>
     db.prepare<[bigint]>(`DELETE FROM ${table} WHERE seq = ?`))
-  return { insertEvents, insertDeliveries, claimDue, eventsOf, eventBySeq, syncNormal, syncFull, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
+  const prunedTo = db.prepare<[bigint]>('UPDATE webhook_feed SET pruned = max(pruned, ?)')
+  const feedRows = db.prepare<[bigint, number], [seq: bigint, type: OutboxEventType, payload: string]>(
+    'SELECT seq, type, payload FROM webhook_events WHERE seq > ? ORDER BY seq LIMIT ?').raw(true)
+  const feedState = db.prepare<[], { id: string, pruned: bigint, head: bigint }>(
+    'SELECT id, pruned, coalesce((SELECT seq FROM sqlite_sequence WHERE name = \'webhook_events\'), 0) AS head FROM webhook_feed')
+  return { prunedTo, feedRows, feedState, insertEvents, insertDeliveries, claimDue, eventsOf, eventBySeq, syncNormal, syncFull, settle, insertAttempt, succeeded, failedOnce, releaseOne, allEndpoints, enable, eventsAfter, deliveriesOf, attemptsOf, redeliverSql, pendingStats, failedStats, finished, removeFrom }
 }
 
 type OutboxStatements = ReturnType<typeof prepareOutboxStatements>
@@ -139,9 +145,12 @@ class SqliteOutbox implements WebhookOutbox {
   readonly #runner: SqliteRunner
   readonly #endpoints: OutboxOptions['endpoints']
   readonly #clock: Clock
+  // Made with the file's feed row, never changed: each claimed delivery carries it.
+  readonly #feedId: string
 
   constructor (db: Database.Database, statements: OutboxStatements, runner: SqliteRunner, { endpoints, clock = systemClock }: OutboxOptions) {
     this.#s = statements
+    this.#feedId = statements.feedState.get()!.id
     this.#runner = runner
     this.#endpoints = endpoints
     this.#clock = clock
@@ -174,7 +183,7 @@ class SqliteOutbox implements WebhookOutbox {
       if (rows.length === 0) continue
       const attempts = new Map(rows)
       for (const [seq, messageId, type, payload, traceContext] of this.#s.eventsOf.all(`[${rows.map(([seq]) => seq).join(',')}]`)) {
-        claimed.push({ seq, messageId, type, endpoint, payload, attempts: Number(attempts.get(seq)), claim, ...traced(traceContext) })
+        claimed.push({ seq, messageId, type, endpoint, payload, attempts: Number(attempts.get(seq)), claim, ...traced(traceContext), feed: { id: this.#feedId, position: { xid: 0n, seq } } })
       }
     }
     return claimed
@@ -244,7 +253,17 @@ class SqliteOutbox implements WebhookOutbox {
   prune = (before: Date) => this.#bookkeeping(() => {
     const seqs = this.#s.finished.all(before.getTime(), PRUNE_BATCH)
     for (const { seq } of seqs) for (const remove of this.#s.removeFrom) remove.run(seq)
+    if (seqs.length > 0) this.#s.prunedTo.run(seqs.at(-1)!.seq)
     return seqs.length
+  })
+
+  readFeed = (after: FeedRead['head'] | undefined, limit: number) => this.#runner.read((): FeedRead => {
+    // The state first: the rows read after it are all at or before the head it tells.
+    const { id, pruned, head } = this.#s.feedState.get()!
+    const rows = this.#s.feedRows.all(after?.seq ?? pruned, limit).filter(([seq]) => seq <= head)
+      .map(([seq, type, payload]) => ({ position: { xid: 0n, seq }, type, payload }))
+    const at = (seq: bigint) => ({ xid: 0n, seq })
+    return { id, pruned: at(pruned), head: at(head), latest: at(head), rows }
   })
 }
 
@@ -257,13 +276,16 @@ class SqliteOutbox implements WebhookOutbox {
  * lose plants the log had already made durable.
  */
 export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, options: OutboxOptions) {
-  const { endpoints, payloads } = options
+  const { endpoints, payloads, feed } = options
   runner.assertVersion()
   db.exec(SCHEMA)
+  db.prepare<[string]>(FEED_ROW).run(randomUUID())
   const addEndpoint = db.prepare<[string]>('INSERT OR IGNORE INTO webhook_endpoints (name, enabled) VALUES (?, 1)')
   db.transaction(() => { for (const { name } of endpoints) addEndpoint.run(name) })()
   const statements = prepareOutboxStatements(db)
   const to = subscribersOf(endpoints)
+  // An event is written when an endpoint takes its type, or for the feed.
+  const writes = (type: OutboxEventType) => to[type].length > 0 || feed === true
 
   /** Writes events of one type and their deliveries, a statement per EVENTS_PER_INSERT events and one per endpoint; inside the caller's transaction. */
   function add (type: OutboxEventType, events: ReadonlyArray<{ payload: string, traceContext: string | undefined }>, at: number): void {
@@ -284,18 +306,18 @@ export function openSqliteOutbox (db: Database.Database, runner: SqliteRunner, o
      * takes plant.created; returns how many were written.
      */
     created (plants: ReadonlyArray<{ plant: { id: bigint, name: string, tag?: string }, traceContext: string | undefined }>, at: number): number {
-      if (to['plant.created'].length === 0 || plants.length === 0) return 0
+      if (!writes('plant.created') || plants.length === 0) return 0
       const date = new Date(at)
       add('plant.created', plants.map(({ plant, traceContext }) => ({ payload: payloads.created(plant, date), traceContext })), at)
       return plants.length
     },
     deleted (id: bigint, at: number, traceContext?: string): boolean {
-      if (to['plant.deleted'].length === 0) return false
+      if (!writes('plant.deleted')) return false
       add('plant.deleted', [{ payload: payloads.deleted(id, new Date(at)), traceContext }], at)
       return true
     },
     updated (plant: { id: bigint, name: string, tag?: string }, at: number, traceContext?: string): boolean {
-      if (to['plant.updated'].length === 0) return false
+      if (!writes('plant.updated')) return false
       add('plant.updated', [{ payload: payloads.updated(plant, new Date(at)), traceContext }], at)
       return true
     }

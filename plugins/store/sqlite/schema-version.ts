@@ -1,9 +1,18 @@
+import { randomUUID } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import { newerSchema, oddSchema, versionKind } from '../schema-version.js'
 
 /** Whether the file holds `table`. */
 const hasTable = (db: Database.Database, table: string) =>
   db.prepare<[string]>('SELECT 1 FROM sqlite_master WHERE type = \'table\' AND name = ?').get(table) !== undefined
+
+/** The change feed's one row: its identity, and the latest event pruned (a cursor before it is gone). */
+export const FEED_SCHEMA = `CREATE TABLE IF NOT EXISTS webhook_feed (
+  one INTEGER PRIMARY KEY CHECK (one = 1), id TEXT NOT NULL, pruned INTEGER NOT NULL
+) STRICT;`
+
+/** The feed's row, made once with a new identity (no cursor of it can name an event pruned before). */
+export const FEED_ROW = 'INSERT OR IGNORE INTO webhook_feed (one, id, pruned) VALUES (1, ?, 0)'
 
 /**
  * The schema's steps, in order: step n takes a file from version n - 1 to n, and PRAGMA
@@ -25,7 +34,13 @@ export const SQLITE_STEPS: ReadonlyArray<(db: Database.Database) => void> = [
   // 3: each plant's revision (its ETag; 0 for the plants before it, random for each one created from
   // now on), and the index that lists a tag's plants in id order.
   (db) => db.exec(`ALTER TABLE plants ADD COLUMN revision INTEGER NOT NULL DEFAULT 0;
-    CREATE INDEX plants_tag_id ON plants (tag, id)`)
+    CREATE INDEX plants_tag_id ON plants (tag, id)`),
+  // 4: the change feed's identity and pruned mark, beside the events.
+  (db) => {
+    if (!hasTable(db, 'webhook_events')) return
+    db.exec(FEED_SCHEMA)
+    db.prepare<[string]>(FEED_ROW).run(randomUUID())
+  }
 ]
 
 /** The schema version this release writes: its last step's. */

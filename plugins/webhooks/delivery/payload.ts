@@ -1,5 +1,7 @@
 import type { NewPlant } from '../../../schemas/plant.js'
 import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../schemas/webhook-events.js'
+import type { EventPayloads } from '../../store/outbox.js'
+import { messageId } from './signing.js'
 
 export { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED }
 
@@ -52,4 +54,13 @@ export function plantDeletedPayload (id: bigint, deletedAt: Date): string {
 /** A plant.updated body: {type, timestamp, id, name, tag}, the plant as stored after the update, in the schema's order. */
 export function plantUpdatedPayload (plant: NewPlant, updatedAt: Date): string {
   return `{"type":${UPDATED_TYPE},"timestamp":${timestampJson(updatedAt)},"id":` + plantCreatedTail(plant)
+}
+
+/** What the store writes for each event, inside the plant's own transaction: the webhook body and the feed's event, one text. */
+export const eventPayloads: EventPayloads = {
+  created: (plant, at) => plantCreatedPayload(plant, at),
+  createdHead: (at) => plantCreatedHead(at),
+  deleted: (id, at) => plantDeletedPayload(id, at),
+  updated: (plant, at) => plantUpdatedPayload(plant, at),
+  messageId
 }

@@ -34,13 +34,17 @@ export function sign (keys: readonly Buffer[], id: string, timestamp: number, bo
   return signature
 }
 
-/** The headers of one attempt: the timestamp is this attempt's, in Unix seconds. */
-export function webhookHeaders (keys: readonly Buffer[], id: string, body: string | Buffer, now = Date.now()): Record<string, string> {
+/**
+ * The headers of one attempt: the timestamp is this attempt's, in Unix seconds; with `cursor`, the
+ * event's place in the change feed (webhook-cursor: GET /plants/changes?after=<it> goes on after it).
+ */
+export function webhookHeaders (keys: readonly Buffer[], id: string, body: string | Buffer, now = Date.now(), cursor?: string): Record<string, string> {
   const timestamp = Math.floor(now / 1000)
   return {
     'content-type': 'application/json',
     'webhook-id': id,
     'webhook-timestamp': String(timestamp),
-    'webhook-signature': sign(keys, id, timestamp, body)
+    'webhook-signature': sign(keys, id, timestamp, body),
+    ...(cursor !== undefined && { 'webhook-cursor': cursor })
   }
 }

@@ -5,6 +5,7 @@ import type { WebhookEndpoint, WebhooksConfig } from '../settings.js'
 import { EndpointSender, type AttemptResult } from './attempt.js'
 import { Results } from './results.js'
 import { webhookHeaders } from './signing.js'
+import { encodeCursor } from '../../feed/cursor.js'
 import { tracedAttempt, type WebhookTracing } from './tracing.js'
 import { Upkeep } from './upkeep.js'
 import type { WorkerLog } from './worker-log.js'
@@ -216,7 +217,7 @@ export class DeliveryWorker {
     this.sending++
     // The body's bytes, made once: signed and sent as they are.
     const body = Buffer.from(delivery.payload)
-    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, body, this.clock.now())
+    const headers = webhookHeaders(endpoint.config.keys, delivery.messageId, body, this.clock.now(), encodeCursor(delivery.feed.id, delivery.feed.position))
     tracedAttempt(this.options.tracing, delivery, headers, (sent) => endpoint.sender.send(sent, body))
       .then((result) => this.settle(endpoint, delivery, result))
   }

@@ -26,7 +26,7 @@ t.test('Swagger UI renders its operations over plain HTTP through a host name ot
   t.notMatch(documentation?.headers()['content-security-policy'], /upgrade-insecure-requests/,
     'the page does not ask the browser to fetch its assets over https')
   await page.locator('.opblock.opblock-post').first().waitFor({ state: 'visible' })
-  t.equal(await page.locator('.opblock-tag-section .opblock').count(), 7, 'every operation is shown')
+  t.equal(await page.locator('.opblock-tag-section .opblock').count(), 8, 'every operation is shown')
   t.equal(await page.locator('.webhooks .opblock').count(), 3, 'and the three webhooks')
   t.same(failed, [], 'no asset failed to load')
 })
