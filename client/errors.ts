@@ -2,7 +2,7 @@ import type { ErrorBody } from '../schemas/error.js'
 import { PLANT_NOT_FOUND_MESSAGE } from '../schemas/protocol.js'
 
 /** The API's operations, as the client names them in its errors. */
-export type Operation = 'POST /plants' | 'GET /plants' | 'GET /plants/{id}' | 'PUT /plants/{id}' | 'DELETE /plants/{id}'
+export type Operation = 'POST /plants' | 'GET /plants' | 'GET /plants/{id}' | 'PUT /plants/{id}' | 'DELETE /plants/{id}' | 'GET /plants/changes'
 
 /**
  * The service, or something between it and the client (a proxy's 502), refused a request.
@@ -44,6 +44,8 @@ export class RouteNotFoundError extends PlantStoreError {
 export class PlantExistsError extends PlantStoreError { override name = 'PlantExistsError' }
 /** 412: the plant is not at the ETag given as `ifMatch` (it was changed meanwhile); nothing changed. */
 export class PreconditionFailedError extends PlantStoreError { override name = 'PreconditionFailedError' }
+/** 410: the change feed's cursor is older than the changes it keeps, or of another database: list again, then follow from the head. */
+export class CursorGoneError extends PlantStoreError { override name = 'CursorGoneError' }
 /** 429: too many requests for this token, after the retries allowed. */
 export class RateLimitedError extends PlantStoreError { override name = 'RateLimitedError' }
 /** 503: the store is unavailable or the service overloaded, after the retries allowed. */
@@ -54,6 +56,7 @@ const ERROR_CLASSES: Record<number, typeof PlantStoreError> = {
   401: UnauthorizedError,
   404: PlantNotFoundError,
   409: PlantExistsError,
+  410: CursorGoneError,
   412: PreconditionFailedError,
   429: RateLimitedError,
   503: ServiceUnavailableError

@@ -9,14 +9,16 @@ import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseEr
 import { etagOf, nextPageUrl, NOT_MODIFIED, withEtag } from './conditional.js'
 import { parseExactJson, stringifyExactJson } from './exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings } from './retry.js'
+import { followChanges, MAX_CHANGES_WAIT, type Change, type ChangesOptions, type ChangesPage } from './changes.js'
 
 export {
-  InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, PreconditionFailedError, RateLimitedError, ResponseTimeoutError,
+  CursorGoneError, InvalidRequestError, PlantExistsError, PlantNotFoundError, PlantStoreError, PreconditionFailedError, RateLimitedError, ResponseTimeoutError,
   RouteNotFoundError, ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
 } from './errors.js'
 export { etagOf, NOT_MODIFIED }
 export { parseExactJson, stringifyExactJson } from './exact-json.js'
 export type { RetryOptions } from './retry.js'
+export type { Change, ChangesOptions, ChangeType } from './changes.js'
 export type { ErrorBody, NewPlant, Plant }
 
 /** A plant as GET /plants lists it: with its id. */
@@ -126,6 +128,15 @@ const isPlant = (value: unknown): value is Plant =>
 
 const isListedPlant = (value: unknown): value is ListedPlant =>
   isPlant(value) && typeof (value as ListedPlant).id === 'bigint'
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null
+
+// A change: its cursor, and an event of a type with an exact id (the service checks the rest of it).
+const isChange = (value: unknown): value is Change =>
+  isObject(value) && typeof value.cursor === 'string' && isObject(value.event) && typeof value.event.type === 'string' && typeof value.event.id === 'bigint'
+
+const isChangesPage = (value: unknown): value is ChangesPage =>
+  isObject(value) && Array.isArray(value.changes) && value.changes.every(isChange) && typeof value.next === 'string'
 
 /**
  * A client of the plant-store API. Ids are `bigint` both ways, exact over the whole int64 range.
@@ -254,6 +265,24 @@ export class PlantStoreClient {
   }
 
   /**
+   * The change feed (GET /plants/changes): every committed create, update and delete after `after`
+   * (a change's `cursor`; `'now'`: from the head on; none: from the oldest change kept), once each,
+   * in the feed's order, as an endless iteration of long-polls of `wait` seconds (with `wait: 0`, it
+   * ends once caught up). A failure that may pass (no answer, 429, 5xx, once the call's retries are
+   * spent) is waited out with the retries' backoff, and the feed asked again from the last cursor:
+   * nothing is missed or repeated. A refusal (400, 401, 404, a 410 CursorGoneError: list again) is
+   * thrown; `signal` ends it. Event ids are exact bigints.
+   */
+  changes (options: ChangesOptions = {}): AsyncGenerator<Change, void, undefined> {
+    // An attempt's time covers the long-poll's wait too.
+    const longer = (options.wait ?? MAX_CHANGES_WAIT) * 1000
+    return followChanges(async (query, signal) => {
+      const sent = await this.#send('GET /plants/changes', `/plants/changes?${query}`, signal, undefined, {}, longer)
+      return this.#read(sent, isChangesPage, 'a page of changes')
+    }, this.#clock, this.#retry, options)
+  }
+
+  /**
    * Deletes the plant with this id; PlantNotFoundError (404) when there is none. When an earlier
    * attempt may have been carried out (503, or no answer) and a retry meets that PlantNotFoundError,
    * that attempt deleted it, or someone else did: the plant is gone, as asked, and this resolves.
@@ -267,7 +296,7 @@ export class PlantStoreClient {
     }
   }
 
-  async #send (operation: Operation, path: string, signal?: AbortSignal, body?: string, conditions: Record<string, string> = {}): Promise<Call> {
+  async #send (operation: Operation, path: string, signal?: AbortSignal, body?: string, conditions: Record<string, string> = {}, longer = 0): Promise<Call> {
     const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json', ...conditions }
     if (body !== undefined) headers['content-type'] = 'application/json'
     const method = operation.split(' ')[0]
@@ -275,7 +304,7 @@ export class PlantStoreClient {
     // An attempt is the request and its whole answer: a body that stalls or is cut short is no
     // answer, retried as a network failure is (a create's lost 200 is settled by its read-back).
     const attempt = async (): Promise<Answer> => {
-      const deadline = this.#timeout === 0 ? undefined : this.#deadline()
+      const deadline = this.#timeout === 0 ? undefined : this.#deadline(this.#timeout + longer)
       const signals = [signal, deadline?.signal].filter((each) => each !== undefined)
       // Never followed: a redirect could answer with a plant it never created, or send the body elsewhere.
       const init: RequestInit = { method, headers, body, redirect: 'manual', signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0] }
@@ -301,9 +330,9 @@ export class PlantStoreClient {
   }
 
   /** A signal that aborts once the attempt's time is up, as AbortSignal.timeout does, on the client's clock. */
-  #deadline () {
+  #deadline (ms: number) {
     const controller = new AbortController()
-    const cancel = this.#clock.schedule(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), this.#timeout)
+    const cancel = this.#clock.schedule(() => controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms)
     return { signal: controller.signal, cancel }
   }
 

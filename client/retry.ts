@@ -47,7 +47,8 @@ function backoffDelay (retry: number, { baseDelay, maxDelay }: RetrySettings): n
   return ceiling / 2 + Math.random() * ceiling / 2
 }
 
-function sleep (ms: number, clock: ClientClock, signal?: AbortSignal): Promise<void> {
+/** Waits `ms` on `clock`; an abort of `signal` rejects with its reason. */
+export function sleep (ms: number, clock: ClientClock, signal?: AbortSignal): Promise<void> {
   signal?.throwIfAborted()
   return new Promise((resolve, reject) => {
     const onAbort = () => {

@@ -184,8 +184,8 @@ t.test('Swagger UI runs the documented examples in order, creates a plant with a
     const headers = plantCreated.locator('tr[data-param-in="header"]')
     await headers.first().waitFor({ state: 'visible' })
     t.same(await headers.evaluateAll((rows) => rows.map((row) => row.getAttribute('data-param-name'))),
-      ['webhook-id', 'webhook-timestamp', 'webhook-signature'], 'the three headers')
-    t.equal(await headers.locator('.parameter__name.required').count(), 3, 'each required')
+      ['webhook-id', 'webhook-timestamp', 'webhook-signature', 'webhook-cursor'], 'the three signature headers and the feed\'s cursor')
+    t.equal(await headers.locator('.parameter__name.required').count(), 4, 'each required')
     const event = JSON.parse(await plantCreated.locator('.opblock-section-request-body .microlight').first().innerText())
     t.same(event, { type: 'plant.created', timestamp: '2026-11-24T00:20:00.123Z', id: 1, name: 'Monstera', tag: 'tropical' },
       'the example event')
