@@ -7,7 +7,7 @@ import { INT64_MAX, INT64_MIN, isAcceptableToken } from '../schemas/protocol.js'
 import { realClock, type ClientClock, type InternalClientOptions } from './clock.js'
 import { PlantNotFoundError, refusal, ResponseTimeoutError, UnexpectedResponseError, type Operation } from './errors.js'
 import { etagOf, nextPageUrl, NOT_MODIFIED, withEtag } from './conditional.js'
-import { parseExactJson, stringifyExactJson } from './exact-json.js'
+import { parseExactJson, stringifyExactJson } from '../schemas/exact-json.js'
 import { retryAfterDelay, retrySettings, sendWithRetries, type RetryOptions, type RetrySettings } from './retry.js'
 import { followChanges, MAX_CHANGES_WAIT, type Change, type ChangesOptions, type ChangesPage } from './changes.js'
 
@@ -16,7 +16,7 @@ export {
   RouteNotFoundError, ServiceUnavailableError, UnauthorizedError, UnexpectedResponseError
 } from './errors.js'
 export { etagOf, NOT_MODIFIED }
-export { parseExactJson, stringifyExactJson } from './exact-json.js'
+export { parseExactJson, stringifyExactJson } from '../schemas/exact-json.js'
 export type { RetryOptions } from './retry.js'
 export type { Change, ChangesOptions, ChangeType } from './changes.js'
 export type { ErrorBody, NewPlant, Plant }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import t from 'tap'
 import { PlantStoreClient, ResponseTimeoutError, UnexpectedResponseError } from '../../client/index.js'
-import { MAX_INTEGER_LENGTH, parseExactJson } from '../../client/exact-json.js'
+import { MAX_INTEGER_LENGTH, parseExactJson } from '../../schemas/exact-json.js'
 import { answer, faultyProxy, forward, httpServer, listeningService, recordedClient, trace } from '../helpers/client.js'
 
 const FERN = { name: 'Fern', tag: 'green' }

@@ -1,7 +1,7 @@
 import { deepStrictEqual, equal } from 'node:assert/strict'
 import fc from 'fast-check'
 import t from 'tap'
-import { parseExactJson, stringifyExactJson } from '../../client/exact-json.js'
+import { parseExactJson, stringifyExactJson } from '../../schemas/exact-json.js'
 
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n

@@ -15,8 +15,8 @@ t.test('the client loads nothing but its own files and the service\'s import-fre
     entryPoints: [CLIENT_ENTRY], bundle: true, write: false, metafile: true, format: 'esm', platform: 'neutral', logLevel: 'silent'
   })
   t.strictSame(Object.keys(metafile.inputs).sort(), [
-    'client/changes.ts', 'client/clock.ts', 'client/conditional.ts', 'client/errors.ts', 'client/exact-json.ts', 'client/index.ts', 'client/retry.ts',
-    'schemas/protocol.ts' // what the service and the client agree on: the token rule, the "no such plant" message
+    'client/changes.ts', 'client/clock.ts', 'client/conditional.ts', 'client/errors.ts', 'client/index.ts', 'client/retry.ts',
+    'schemas/exact-json.ts', 'schemas/protocol.ts' // what the service and the client agree on: the token rule, the "no such plant" message, exact int64 JSON
   ])
   t.strictSame(Object.values(metafile.outputs).flatMap(({ imports }) => imports), [], 'no import left in the bundle')
   t.comment(`the client bundled: ${outputFiles[0].contents.length} bytes`)

@@ -3,7 +3,7 @@ import t from 'tap'
 import { AUTH, build, createPlant, JSON_TYPE, type App } from '../helpers/app.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, webhooksFor } from '../helpers/webhooks.js'
-import { parseExactJson } from '../../client/exact-json.js'
+import { parseExactJson } from '../../schemas/exact-json.js'
 
 // The admin routes' bodies hold only the keys their schema names: any other key is refused, never
 // dropped, so a misspelt request does not act on more than it says.

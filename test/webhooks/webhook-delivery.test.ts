@@ -5,7 +5,7 @@ import { AUTH, build, createPlant, JSON_TYPE, type App } from '../helpers/app.js
 import { startReceiver } from '../helpers/receiver.js'
 import { median } from '../helpers/time.js'
 import { eventually, newSecret, verifyDelivery, watchedMemoryStore, webhooksFor } from '../helpers/webhooks.js'
-import { parseExactJson } from '../../client/exact-json.js'
+import { parseExactJson } from '../../schemas/exact-json.js'
 
 const INT64_MAX = 2n ** 63n - 1n
 const INT64_MIN = -(2n ** 63n)
