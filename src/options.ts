@@ -12,11 +12,12 @@ import { resolveWebhooks, WebhookSettingError, WebhooksOptionsSchema, type Webho
 import type { WebhookObserver } from '../plugins/webhooks/index.js'
 import { poolSettingsOf } from '../plugins/webhooks/thread/pool-settings.js'
 import { FeedOptionsSchema, type FeedOptions } from '../plugins/feed/settings.js'
+import type { FeedHandle } from '../plugins/feed/handle.js'
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 
-const functionsNamed = (names: readonly string[]) =>
-  Type.Object(Object.fromEntries(names.map((name) => [name, Type.Function([], Type.Unknown())])))
+const functionsNamed = (names: readonly string[], description?: string) =>
+  Type.Object(Object.fromEntries(names.map((name) => [name, Type.Function([], Type.Unknown())])), { ...(description !== undefined && { description }) })
 
 // A plain SQL name, which needs no quoting to mean what it says.
 const SQL_NAME = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$' })
@@ -87,6 +88,7 @@ export const PlantStoreOptionsSchema = Type.Object({
     event: Type.Function([], Type.Unknown()), attempt: Type.Function([], Type.Unknown()), outbox: Type.Function([], Type.Unknown())
   }, { description: 'an object {event, attempt, outbox} of functions told of webhook events and attempts (for metrics; optionally attempts, a batch of attempt), and optionally tracing {traceContext, attempt, thread?} (for traces; thread: the module a delivery thread starts from to make its attempts\' spans)' }))),
   feed: Type.Optional(FeedOptionsSchema),
+  feedHandle: Type.Optional(Type.Unsafe<FeedHandle>(functionsNamed(['attach', 'changes'], 'a handle createFeedHandle() made, whose changes() then follows the change feed in the host\'s own process'))),
   openapi: Type.Optional(Type.Object({
     securityScheme: name('the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"'),
     plantsTag: name('the tag of the plant routes, letters, digits, ".", "-" or "_"'),
@@ -186,6 +188,8 @@ export interface PlantStoreOptions {
    * - `streamLifetime`: ms after which an event stream ends, for its client to resume (default 300000)
    */
   feed?: FeedOptions | undefined
+  /** a handle createFeedHandle() made, whose changes() then follows the change feed in the host's own process */
+  feedHandle?: FeedHandle | undefined
   /**
    * OpenAPI names: { securityScheme?, plantsTag?, healthTag? }
    * - `securityScheme`: the name of the security scheme the plant routes name, letters, digits, ".", "-" or "_"

@@ -64,7 +64,7 @@ const plantStore: FastifyPluginAsync<PlantStoreOptions> = async (fastify, option
   await fastify.register(store, { store: options.store, postgres: options.postgres, wrap: options.wrapStore })
   // On by default: every create, update and delete writes its event for GET /plants/changes (off: nothing more is written).
   const feedConfig = resolveFeed(options.feed)
-  if (feedConfig) await fastify.register(feed, { config: feedConfig, webhooks: options.webhooks !== undefined })
+  if (feedConfig) await fastify.register(feed, { config: feedConfig, webhooks: options.webhooks !== undefined, handle: options.feedHandle })
   // Loaded only when set: without webhooks no delivery, worker or timer exists.
   if (options.webhooks) {
     // With the feed on, events are kept for the longer of both retentions.
@@ -129,3 +129,5 @@ export type { ErrorBody, NewPlant, Plant } from '../schemas/index.js'
 export { DEFAULT_OPENAPI_NAMES, openapiDeclarations, openapiTags, securitySchemes, type OpenapiNames } from '../routes/openapi/names.js'
 export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export type { PlantCreatedEvent, PlantDeletedEvent } from '../schemas/index.js'
+export { createFeedHandle, type FeedChange, type FeedHandle, type FeedHandleOptions } from '../plugins/feed/handle.js'
+export { FeedCursorGoneError, FeedCursorInvalidError } from '../plugins/feed/errors.js'

@@ -6,6 +6,7 @@ import type { WebhookOutbox } from '../store/outbox.js'
 import { eventPayloads } from '../webhooks/delivery/payload.js'
 import { Upkeep } from '../webhooks/delivery/upkeep.js'
 import { Feed } from './feed.js'
+import type { FeedHandle } from './handle.js'
 import type { FeedConfig } from './settings.js'
 
 export { Feed }
@@ -14,6 +15,8 @@ export interface FeedPluginOptions {
   config: FeedConfig
   /** The webhooks open the outbox (and attach it to the feed): the feed does not open its own. */
   webhooks: boolean
+  /** The host's handle on the feed (the plugin's feedHandle option), attached once the feed is there. */
+  handle?: FeedHandle | undefined
   clock?: Clock | undefined
 }
 
@@ -29,7 +32,7 @@ export const feedOf = (fastify: FastifyInstance): Feed | undefined =>
  * its retention on the upkeep's timer; with them, the webhooks open it with the feed on and keep
  * events for the longer of both retentions.
  */
-export default fp<FeedPluginOptions>(async function feed (fastify, { config, webhooks, clock = systemClock }) {
+export default fp<FeedPluginOptions>(async function feed (fastify, { config, webhooks, handle, clock = systemClock }) {
   const open = outboxOpenerOf(fastify)
   if (open === undefined) {
     fastify.decorate(DECORATOR, undefined)
@@ -54,6 +57,7 @@ export default fp<FeedPluginOptions>(async function feed (fastify, { config, web
     fastify.addHook('onClose', () => upkeep.stop())
   }
   fastify.decorate(DECORATOR, changes)
+  handle?.attach(changes)
   // Long-polls end at once, answered, so that the server's close does not wait for them.
   fastify.addHook('preClose', () => changes.close())
 }, { name: 'plant-store-feed', dependencies: ['plant-store-store'] })
