@@ -1,0 +1,4 @@
+import { runTier } from '../helpers/group.js'
+
+// The service tier is the longest: its files run as three groups, side by side with the others.
+await runTier('service', { part: 3, of: 3 })
