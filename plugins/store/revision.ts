@@ -6,19 +6,20 @@ import type { WritePrecondition } from './types.js'
  * the routes give as its ETag. The stores that keep revisions (memory, SQLite, PostgreSQL) start a
  * plant at a random one and add 1 with each update, so that a plant deleted and created again does
  * not take up an ETag its predecessor had. A store hands the revision along with the Plant object
- * it resolves, here, beside the object: the Plant itself stays {name, tag}, and a host's wrapper
- * that passes the object on keeps it (one that makes another object answers without an ETag).
+ * it resolves, on the object under a symbol of its own and not enumerable: the Plant itself stays
+ * {name, tag} (to JSON, to a spread, to a deep comparison), and a host's wrapper that passes the
+ * object on keeps it (one that makes another object answers without an ETag). Not a WeakMap beside
+ * the objects: a create paid 0.4 to 1.4 µs for its entry (a memory store's plants all stay in it).
  */
-const revisions = new WeakMap<Plant, string>()
+const REVISION = Symbol('plant-store.revision')
 
 /** `plant`, with its revision noted. */
 export function revised (plant: Plant, revision: bigint | number | string): Plant {
-  revisions.set(plant, String(revision))
-  return plant
+  return Object.defineProperty(plant, REVISION, { value: String(revision), writable: true })
 }
 
 /** The revision a store noted with `plant`, if it did. */
-export const revisionOf = (plant: Plant): string | undefined => revisions.get(plant)
+export const revisionOf = (plant: Plant): string | undefined => (plant as Plant & { [REVISION]?: string })[REVISION]
 
 // 2^52: the revisions a plant goes through stay exact in a JavaScript number and an int8.
 const REVISION_SPACE = 2 ** 52
