@@ -6,7 +6,7 @@ import type { Test } from 'tap'
 import { openStream } from './feed-app.js'
 import { plantBody } from './load.js'
 
-/** This file: a follower in a child process runs it (`node <loaders> feed-follower.ts <url> <token> <file>`). */
+/** This file: a follower in a child process runs it (`node <loaders> feed-follower.ts <poll|stream> <url> <token> <file>`). */
 export const FOLLOWER_ENTRY = fileURLToPath(import.meta.url)
 
 /** One change as a follower saw it: its cursor, the event's type, its exact id, its name (none for a delete). */
@@ -199,12 +199,12 @@ export function persistedChanges (file: string): Change[] {
   return readFileSync(file, 'utf8').split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Change)
 }
 
-// Run as a child: a stream follower that appends each change to its file as it processes it, and
-// on a start resumes after the last cursor the file holds. It runs until it is killed.
+// Run as a child: a follower that appends each change to its file as it processes it, and on a
+// start resumes after the last cursor the file holds. It runs until it is killed.
 if (process.argv[1] === FOLLOWER_ENTRY) {
-  const [url, token, file] = process.argv.slice(2)
+  const [kind, url, token, file] = process.argv.slice(2)
   const after = persistedChanges(file).at(-1)?.cursor
-  follow('stream', [url], token, {
+  follow(kind as 'poll' | 'stream', [url], token, {
     after,
     onChange: (change) => appendFileSync(file, `${JSON.stringify(change)}\n`)
   })
