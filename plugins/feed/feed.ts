@@ -15,6 +15,8 @@ export interface Start {
   wanted: Wanted
   /** The read was full: more may be there already. */
   more: boolean
+  /** The reader's wake-ups before this read (FeedReader.wait's `seen`). */
+  seen: number
 }
 
 /** The first read of a request: from its cursor (checked against the feed), from the oldest kept, or at the head. */
@@ -72,15 +74,18 @@ export class Feed {
   /** The first read of a request after its cursor (`after`: a cursor, `now`, or none for the oldest kept). */
   async start ({ after, limit, types }: Pick<ChangesRequest, 'after' | 'limit' | 'types'>): Promise<Start> {
     const wanted = types === undefined ? undefined : new Set(types.split(',') as OutboxEventType[])
+    const seen = this.#reader!.wakes
     const { read, from } = await firstRead(this.#outbox!, after, limit)
     const next = read.rows.at(-1)?.position ?? from
     const rows = matching(read.rows, wanted)
-    return { id: read.id, rows, next, wanted: { after: next, types: wanted, limit }, more: read.rows.length === limit }
+    return { id: read.id, rows, next, wanted: { after: next, types: wanted, limit }, more: read.rows.length === limit, seen }
   }
 
   /** A read of what `wanted` wants, at once (a stream catching up). */
   async readAfter (wanted: Wanted): Promise<Found & { more: boolean }> {
-    const { rows } = await this.#outbox!.readFeed(wanted.after, wanted.limit)
+    const { rows, pruned } = await this.#outbox!.readFeed(wanted.after, wanted.limit)
+    // Pruned past the position meanwhile (a reader far behind, at the retention's edge): what follows it is gone.
+    if (comparePositions(wanted.after, pruned) < 0) throw new FeedCursorGoneError()
     return {
       rows: matching(rows, wanted.types),
       next: rows.at(-1)?.position ?? wanted.after,
@@ -89,13 +94,13 @@ export class Feed {
   }
 
   /** The answer to GET /plants/changes for `who` (its token or the host's identity): JSON text. */
-  async page (query: ChangesRequest, who: string): Promise<string> {
-    let { id, rows, next, wanted } = await this.start(query)
+  async page (query: ChangesRequest, who: string, signal?: AbortSignal): Promise<string> {
+    let { id, rows, next, wanted, seen } = await this.start(query)
     const { wait } = query
     if (rows.length === 0 && wait > 0) {
       const release = this.hold(who)
       try {
-        ({ rows, next } = await this.wait(wanted, wait * 1000))
+        ({ rows, next } = await this.wait(wanted, wait * 1000, signal, seen))
       } finally {
         release()
       }
@@ -117,12 +122,23 @@ export class Feed {
     }
   }
 
-  /** Waits with the shared reader (listening for other instances' commits from the first wait on). */
-  wait (wanted: Wanted, ms: number, signal?: AbortSignal): Promise<Found> {
+  /**
+   * Waits with the shared reader (listening for other instances' commits from the first wait on),
+   * until a change, `ms`, `signal` or the app's close; throws FeedCursorGoneError when the store
+   * pruned past the position meanwhile. `seen`: the start's, so that a commit during it is not missed.
+   */
+  async wait (wanted: Wanted, ms: number, signal?: AbortSignal, seen?: number): Promise<Found> {
     const reader = this.#reader!
     this.#stopListening ??= this.#outbox!.listen?.(reader.wake)
-    const signals = signal === undefined ? this.closing.signal : AbortSignal.any([signal, this.closing.signal])
-    return reader.wait(wanted, ms, signals)
+    // The signals as they are, not AbortSignal.any: on Node 20 a combined signal with a listener lives as long as its sources.
+    const found = await reader.wait(wanted, ms, signal === undefined ? [this.closing.signal] : [signal, this.closing.signal], seen)
+    if (found.gone === true) throw new FeedCursorGoneError()
+    return found
+  }
+
+  /** Whether the store's outbox is attached (it is once the feed's or the webhooks' plugin opened it). */
+  get attached (): boolean {
+    return this.#outbox !== undefined
   }
 
   /** Ends the waits and streams (their answers go out at once) and stops listening. */

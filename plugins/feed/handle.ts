@@ -36,16 +36,16 @@ function checkOptions (types: FeedHandleOptions['types'], limit: number) {
 
 /** Resolves after `ms` on the feed's clock, or at once when `signal` aborts or the app closes. */
 function pause (feed: Feed, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  const signals = signal === undefined ? [feed.closing.signal] : [signal, feed.closing.signal]
   return new Promise((resolve) => {
-    const ending = AbortSignal.any([feed.closing.signal, signal].filter((one) => one !== undefined))
     const done = () => {
       cancel()
-      ending.removeEventListener('abort', done)
+      for (const one of signals) one.removeEventListener('abort', done)
       resolve()
     }
     const cancel = feed.clock.schedule(done, ms)
-    if (ending.aborted) done()
-    else ending.addEventListener('abort', done, { once: true })
+    for (const one of signals) one.addEventListener('abort', done, { once: true })
+    if (signals.some(({ aborted }) => aborted)) done()
   })
 }
 
@@ -71,7 +71,7 @@ export class FeedHandle {
   async * changes ({ after, types, limit = DEFAULT_CHANGES, signal }: FeedHandleOptions = {}): AsyncGenerator<FeedChange, void, undefined> {
     checkOptions(types, limit)
     const feed = this.#feed
-    if (feed === undefined) throw offError()
+    if (feed === undefined || !feed.attached) throw offError()
     let cursor = after
     let failures = 0
     for (;;) {
@@ -86,7 +86,7 @@ export class FeedHandle {
       }
       failures = 0
       let { rows, next } = start
-      if (rows.length === 0 && !start.more) ({ rows, next } = await feed.wait(start.wanted, MAX_WAIT_SECONDS * 1000, signal))
+      if (rows.length === 0 && !start.more) ({ rows, next } = await feed.wait(start.wanted, MAX_WAIT_SECONDS * 1000, signal, start.seen))
       for (const row of rows) yield { cursor: encodeCursor(start.id, row.position), event: parseExactJson(row.payload) as FeedChange['event'] }
       cursor = encodeCursor(start.id, next)
     }

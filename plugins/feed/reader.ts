@@ -12,6 +12,8 @@ export interface Wanted {
 export interface Found {
   rows: FeedRow[]
   next: FeedPosition
+  /** The store pruned past the position waited after: the changes after it are gone (a 410). */
+  gone?: true
 }
 
 interface Waiter extends Wanted {
@@ -33,33 +35,48 @@ export class FeedReader {
   readonly #waiters = new Set<Waiter>()
   #reading = false
   #again = false
+  #wakes = 0
   #stopIdle: (() => void) | undefined
 
   constructor (private readonly outbox: WebhookOutbox, private readonly clock: Clock, private readonly idleMs: number) {}
 
-  /** Resolves once a change it wants commits, or with none after `ms` (or once `signal` aborts). */
-  wait (wanted: Wanted, ms: number, signal?: AbortSignal): Promise<Found> {
+  /**
+   * Resolves once a change it wants commits, or with none after `ms` or once one of `signals`
+   * aborts; `gone` when the store pruned past its position meanwhile. `seen` is `wakes` as the
+   * caller read the store before waiting: a wake-up since then reads again at once (it came while
+   * this waiter was not there to be served).
+   */
+  wait (wanted: Wanted, ms: number, signals: readonly AbortSignal[] = [], seen?: number): Promise<Found> {
     return new Promise((resolve) => {
+      const end = () => waiter.resolve({ rows: [], next: waiter.after })
       const waiter: Waiter = {
         ...wanted,
         resolve: (found) => {
           if (!this.#waiters.delete(waiter)) return
           waiter.cancel()
+          // Each listener goes with its wait: a signal that outlives many waits (the app's close) holds none of them.
+          for (const signal of signals) signal.removeEventListener('abort', end)
           if (this.#waiters.size === 0) this.#idle(false)
           resolve(found)
         },
-        cancel: this.clock.schedule(() => waiter.resolve({ rows: [], next: waiter.after }), ms)
+        cancel: this.clock.schedule(end, ms)
       }
       this.#waiters.add(waiter)
-      const end = () => waiter.resolve({ rows: [], next: waiter.after })
-      if (signal?.aborted === true) end()
-      else signal?.addEventListener('abort', end, { once: true })
+      for (const signal of signals) signal.addEventListener('abort', end, { once: true })
+      if (signals.some(({ aborted }) => aborted)) end()
+      else if (seen !== undefined && seen !== this.#wakes) this.wake()
       this.#idle(this.#waiters.size > 0)
     })
   }
 
+  /** How many wake-ups there were: taken by a caller before its own read of the store, given to wait(). */
+  get wakes (): number {
+    return this.#wakes
+  }
+
   /** A commit, here or on another instance: the waiters' changes may be there. */
   wake = (): void => {
+    this.#wakes++
     if (this.#waiters.size === 0) return
     if (this.#reading) {
       this.#again = true
@@ -87,8 +104,13 @@ export class FeedReader {
     this.#reading = true
     try {
       const from = [...this.#waiters].map(({ after }) => after).reduce((a, b) => comparePositions(a, b) <= 0 ? a : b)
-      const { rows } = await this.outbox.readFeed(from, READ_LIMIT)
-      for (const waiter of this.#waiters) this.#hand(waiter, rows)
+      const { rows, pruned } = await this.outbox.readFeed(from, READ_LIMIT)
+      for (const waiter of this.#waiters) {
+        // One that came during the read, from before where it began: the read has not all its changes.
+        if (comparePositions(waiter.after, from) < 0) this.#again = true
+        else if (comparePositions(waiter.after, pruned) < 0) waiter.resolve({ rows: [], next: waiter.after, gone: true })
+        else this.#hand(waiter, rows)
+      }
       // A full read may have more behind it.
       if (rows.length === READ_LIMIT) this.#again = true
     } catch {

@@ -3,6 +3,7 @@
  * again after FEED_RETRY_MS, from the same cursor, so that nothing is missed or given twice; any other
  * failure is the caller's.
  */
+import { getEventListeners } from 'node:events'
 import t from 'tap'
 import { Feed } from '../../plugins/feed/feed.js'
 import { FEED_RETRY_MS, FeedHandle } from '../../plugins/feed/handle.js'
@@ -70,4 +71,22 @@ t.test('a signal aborted while the store fails ends the iteration without its re
   stop.abort()
   t.same(await next, { value: undefined, done: true })
   t.equal(reads.length, 1, 'not read again')
+})
+
+t.test('a feed whose outbox is not attached yet (webhooks open it as the app gets ready) is refused as off', async (t) => {
+  const handle = new FeedHandle()
+  handle.attach(new Feed(resolveFeed({})!, fakeClock()))
+  await t.rejects(handle.changes().next(), { message: /the change feed is off, or not ready/ })
+})
+
+t.test('a retry wait ends with its signal, and leaves no listener on the app\'s closing signal', async (t) => {
+  const { clock, feed, handle } = feedFailing([new StoreUnavailableError(), new StoreUnavailableError()])
+  const stop = new AbortController()
+  const next = handle.changes({ signal: stop.signal }).next()
+  await turns()
+  await clock.advance(FEED_RETRY_MS[0])
+  await turns()
+  stop.abort()
+  t.same(await next, { value: undefined, done: true })
+  t.equal(getEventListeners(feed.closing.signal, 'abort').length, 0)
 })

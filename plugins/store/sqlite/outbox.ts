@@ -257,14 +257,15 @@ class SqliteOutbox implements WebhookOutbox {
     return seqs.length
   })
 
-  readFeed = (after: FeedRead['head'] | undefined, limit: number) => this.#runner.read((): FeedRead => {
+  // One read transaction: a prune committed between the state and the rows would leave rows missing past a pruned mark read before it.
+  readFeed = (after: FeedRead['head'] | undefined, limit: number) => this.#runner.read(() => this.#transaction((): FeedRead => {
     // The state first: the rows read after it are all at or before the head it tells.
     const { id, pruned, head } = this.#s.feedState.get()!
     const rows = this.#s.feedRows.all(after?.seq ?? pruned, limit).filter(([seq]) => seq <= head)
       .map(([seq, type, payload]) => ({ position: { xid: 0n, seq }, type, payload }))
     const at = (seq: bigint) => ({ xid: 0n, seq })
     return { id, pruned: at(pruned), head: at(head), latest: at(head), rows }
-  })
+  }) as FeedRead)
 }
 
 /**
