@@ -57,15 +57,21 @@ export function versionRefusal (version: number): string | undefined {
   return undefined
 }
 
-/** Brings the file to this release's version, a transaction per step; refuses a version it cannot serve. */
+/**
+ * Brings the file to this release's version, a transaction per step; refuses a version it cannot
+ * serve. Each step holds the write lock from the moment it reads the version (IMMEDIATE): another
+ * process opening the same file at once (a second instance on a shared volume) waits for it, then
+ * reads the version it left, and applies only the steps still missing.
+ */
 export function migrate (db: Database.Database) {
-  const version = storedVersion(db)
-  const refusal = versionRefusal(version)
-  if (refusal !== undefined) throw new Error(refusal)
-  for (let next = version; next < SQLITE_SCHEMA_VERSION; next++) {
-    db.transaction(() => {
-      SQLITE_STEPS[next](db)
-      db.pragma(`user_version = ${next + 1}`)
-    })()
-  }
+  const step = db.transaction((): boolean => {
+    const version = storedVersion(db)
+    const refusal = versionRefusal(version)
+    if (refusal !== undefined) throw new Error(refusal)
+    if (version >= SQLITE_SCHEMA_VERSION) return false
+    SQLITE_STEPS[version](db)
+    db.pragma(`user_version = ${version + 1}`)
+    return true
+  })
+  while (step.immediate()) ;
 }

@@ -122,14 +122,33 @@ function statOf (path: string): Stats | undefined {
 const isSame = (now: Stats | undefined, opened: Stats) => now !== undefined && now.ino === opened.ino && now.dev === opened.dev
 
 /** Opens (and makes, when missing, in a folder that must exist but for the default's) the database file: WAL, fsync on every commit, exact int64 ids. */
+// A new file switched to WAL by two processes at once: SQLite refuses one at once (busy, its
+// handler not called where waiting could deadlock); it tries again after these pauses.
+const WAL_SWITCH_RETRY_MS = [5, 10, 25, 50, 100, 250]
+
+/** Switches `db` to WAL, trying again after each of `pauses` while it is busy. */
+export function switchToWal (db: Pick<Database.Database, 'pragma'>, pauses = WAL_SWITCH_RETRY_MS) {
+  for (const pause of [...pauses, undefined]) {
+    try {
+      db.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      if (pause === undefined || !isBusy(error)) throw error
+      // Opening happens before the service takes requests: blocking for the pause is harmless.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, pause)
+    }
+  }
+}
+
 function openDatabase (file: string): Database.Database {
   ensureFolder(file)
   const db = new Database(file)
   try {
-    db.pragma('journal_mode = WAL')
+    // First: the switch to WAL takes a lock that another process opening the file at once may hold.
+    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
+    switchToWal(db)
     // Set after the switch to WAL, whose own default would be weaker.
     db.pragma('synchronous = FULL')
-    db.pragma(`busy_timeout = ${OPEN_BUSY_TIMEOUT_MS}`)
     // Without this, ids past 2^53 are read back rounded, silently.
     db.defaultSafeIntegers(true)
     db.pragma(`journal_size_limit = ${WAL_LIMIT_BYTES}`)
