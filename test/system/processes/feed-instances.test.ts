@@ -21,10 +21,8 @@ const pgSkip = await postgresSkip()
 async function twoInstances (t: Test, databaseUrl: string) {
   const started = Date.now()
   const env = { DATABASE_URL: databaseUrl, API_TOKENS: TOKEN }
-  // One after the other: two processes that open a new SQLite file at once can both run its first
-  // schema step, and the second then fails to start ("table plants already exists").
-  const a = await startServer(t, env)
-  const b = await startServer(t, env)
+  // Started together, as a deployment's instances are (sqlite-concurrent-open.test.ts tests that alone).
+  const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
   const followers: Record<string, Follower> = {
     'long-poll on A': follow('poll', [a.url], TOKEN),
     'stream on A': follow('stream', [a.url], TOKEN, { dropEvery: 50 }),

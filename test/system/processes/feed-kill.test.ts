@@ -20,10 +20,8 @@ const pgSkip = await postgresSkip()
  */
 async function killOne (t: Test, databaseUrl: string) {
   const env = { DATABASE_URL: databaseUrl, API_TOKENS: TOKEN }
-  // One after the other: two processes that open a new SQLite file at once can both run its first
-  // schema step, and the second then fails to start ("table plants already exists").
-  const a = await startServer(t, env)
-  const b = await startServer(t, env)
+  // Started together, as a deployment's instances are (sqlite-concurrent-open.test.ts tests that alone).
+  const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
   // A first request to each before the followers start: a fresh process's first answers are slow on a loaded machine.
   for (const server of [a, b]) await (await fetch(`${server.url}/plants/changes?after=now`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
   const followers: Record<string, Follower> = {
