@@ -118,3 +118,41 @@ t.test('two stores on one database writing at once: a follower sees every event 
   const created = new Map(keys.map((key, i) => [key, i]))
   t.ok(keys.every((key, i) => !key.startsWith('plant.deleted') || created.get(key.replace('deleted', 'created'))! < i), 'each delete after its create')
 })
+
+/** Whether a session of `database` waits for a lock. */
+async function aSessionWaits (monitor: Awaited<ReturnType<typeof connect>>, database: string) {
+  for (;;) {
+    const { rows: [{ n }] } = await monitor.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [database])
+    if (n > 0) return
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+t.test('a batch of updates that waits for another session\'s row lock does not list a plant\'s updates out of order', { skip }, async (t) => {
+  const url = await freshDatabase(t)
+  const database = new URL(url).pathname.slice(1)
+  const [a, b] = [await openPostgresStore(url), await openPostgresStore(url)]
+  t.teardown(() => Promise.all([a.close(), b.close()]))
+  const outbox = await a.openOutbox(withFeed)
+  await b.openOutbox(withFeed)
+  for (const id of [5n, 7n, 9n]) await a.create({ id, name: 'start' })
+  const blocker = await connect(url)
+  const monitor = await connect(url)
+  t.teardown(() => Promise.all([blocker.end(), monitor.end()]))
+  await blocker.query('BEGIN')
+  await blocker.query('SELECT 1 FROM plants WHERE id = 7 FOR UPDATE')
+  // One turn of A: one statement for 5, 7 and 9, which locks 5 (its transaction id taken) and waits at 7.
+  const batch = Promise.all([5n, 7n, 9n].map((id) => a.update(id, { name: 'from A' })))
+  await aSessionWaits(monitor, database)
+  // Meanwhile B writes 9, which A's statement has not locked yet.
+  t.same(await b.update(9n, { name: 'from B' }), { name: 'from B' })
+  await blocker.query('COMMIT')
+  await batch
+  const stored = (await a.get(9n))!.name
+  const follow = follower(outbox)
+  await follow.readUntil(6)
+  const nines = follow.seen.filter((row) => idOf(row) === '9').map(({ payload }) => (JSON.parse(payload) as { name: string }).name)
+  t.equal(nines.length, 3, 'created, then two updates')
+  t.equal(nines.at(-1), stored, `plant 9's last event is what the store holds (${stored}); the feed listed ${nines.join(', ')}`)
+})
