@@ -293,8 +293,13 @@ class PostgresStore implements PlantStore, OutboxStore {
       values.push(at, JSON.stringify(round.map(() => payloads.messageId())), JSON.stringify(round.map(({ id, plant }) => payloads.updated({ id, ...plant }, at))),
         JSON.stringify(round.map(({ traceContext }) => traceContext)), outbox.to['plant.updated'])
     }
+    // With events, a batch never waits for a row: its transaction id, taken at its first row, would
+    // order its events before those of a writer it then waited for (the feed reads in that order).
+    // It gives up at once and each update goes alone: a lone row's writer takes its id no earlier
+    // than its wait began, after whoever it waits for took theirs.
+    const nowait = outbox !== undefined && round.length > 1
     const { rows } = await this.#table.run((client) =>
-      query<OneWriteRow & { id: bigint }>(client, updateBatchSql(this.#tableSql, this.#table.revisions, outbox?.tables), values, true))
+      query<OneWriteRow & { id: bigint }>(client, updateBatchSql(this.#tableSql, this.#table.revisions, outbox?.tables, nowait), values, true))
     const written = rows.filter((row) => row.written).length
     if (outbox !== undefined && written > 0) outbox.options.committed?.('plant.updated', written)
     return rows

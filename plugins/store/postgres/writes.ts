@@ -51,7 +51,7 @@ export const conditionalDeleteSql = (plants: string, revisions: boolean, events:
  * and whether it was there once locked (a plant another transaction deleted meanwhile is not: its
  * update is not-found, never a failed precondition).
  */
-export function updateBatchSql (plants: string, revisions: boolean, events: Tables | undefined) {
+export function updateBatchSql (plants: string, revisions: boolean, events: Tables | undefined, nowait = false) {
   const event = events === undefined
     ? ''
     : `,
@@ -65,7 +65,7 @@ export function updateBatchSql (plants: string, revisions: boolean, events: Tabl
   const current = revisions ? 'p.revision::text' : 'NULL::text'
   return `${FENCE_MARK}WITH i AS (
     SELECT * FROM ROWS FROM (unnest($1::int8[]), unnest($2::text[]), unnest($3::text[]), json_array_elements($4::json)) AS i(id, name, tag, if_revisions)),
-  locked AS (SELECT id FROM ${plants} WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE),
+  locked AS (SELECT id FROM ${plants} WHERE id = ANY($1::int8[]) ORDER BY id FOR UPDATE${nowait ? ' NOWAIT' : ''}),
   w AS (UPDATE ${plants} p SET name = i.name, tag = i.tag${revisions ? ', revision = p.revision + 1' : ''} FROM i
     WHERE p.id = i.id AND p.id IN (SELECT id FROM locked)
       AND CASE WHEN json_typeof(i.if_revisions) = 'null' THEN true ELSE ${current} IN (SELECT json_array_elements_text(i.if_revisions)) END
