@@ -51,7 +51,7 @@ export const conditionalDeleteSql = (plants: string, revisions: boolean, events:
  * and whether it was there once locked (a plant another transaction deleted meanwhile is not: its
  * update is not-found, never a failed precondition).
  */
-export function updateBatchSql (plants: string, revisions: boolean, events: Tables | undefined, nowait = false) {
+export function updateBatchSql (plants: string, revisions: boolean, events: Tables | undefined, nowait: boolean) {
   const event = events === undefined
     ? ''
     : `,
