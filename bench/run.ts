@@ -15,12 +15,15 @@ import { headersFor, requestFor, seedUpdatePool } from './requests.js'
 import {
   createDatabase, dropDatabase, POSTGRES_ADMIN_URL, postgresUnreachable, preloadPostgres, preloadSqlite, preparePgbench, runPgbench
 } from './stores.js'
-import { BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, startServer, stop, stopAll, type Server } from './targets.js'
+import {
+  BASELINE_ENTRIES, StartError, cpuMicros, hasTaskset, killAllNow, peakRssMiB, spawnTracked, startServer, stop, stopAll, type Server
+} from './targets.js'
 
 // The bundle npm start runs: the service as it ships.
 const BUNDLE = fileURLToPath(new URL('../server.mjs', import.meta.url))
 const STORES = ['memory', 'sqlite', 'postgres']
 const RESULTS_DIR = fileURLToPath(new URL('../../bench/results', import.meta.url))
+const FEED_BENCH = fileURLToPath(new URL('./feed.js', import.meta.url))
 
 const HELP = `Usage: node dist/bench/run.js [options]
   --rounds N       rounds of runs, interleaved across targets (default 5; --smoke: 1)
@@ -34,6 +37,8 @@ const HELP = `Usage: node dist/bench/run.js [options]
   --compare FILE   another build's entry, run beside the service on memory and SQLite, in the same
                    rounds, as "memory (compare)" and "sqlite (compare)": before/after in one run
   --smoke          a seconds-long run that only proves the bench works
+  --skip-feed      leave out the change feed's scenario (bench/feed.ts, npm run bench:feed) that runs
+                   at the end on SQLite and PostgreSQL (about 2 minutes; --smoke: its smoke variant)
 PostgreSQL: BENCH_POSTGRES_URL (default ${POSTGRES_ADMIN_URL}); skipped when unreachable.`
 
 const { values: args } = parseArgs({
@@ -46,6 +51,7 @@ const { values: args } = parseArgs({
     service: { type: 'string' },
     compare: { type: 'string' },
     smoke: { type: 'boolean', default: false },
+    'skip-feed': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false }
   }
 })
@@ -133,8 +139,10 @@ async function start (name: string, script: string, env: Record<string, string>)
   }
 }
 
-const startService = (name: string, store: string, entry = SERVER_ENTRY) =>
-  start(name, entry, { DATABASE_URL: store, API_TOKENS: token, LOG_LEVEL: 'info' })
+const startService = (name: string, store: string, entry = SERVER_ENTRY, env: Record<string, string> = {}) =>
+  start(name, entry, { DATABASE_URL: store, API_TOKENS: token, LOG_LEVEL: 'info', ...env })
+// The same service with its change feed off: the feed's cost is the ratio of the two.
+const FEED_OFF = { FEED: 'off' }
 
 async function measure ({ name, server }: HttpTarget, path: Path, round: number, seconds: number): Promise<Run> {
   const cpuBefore = cpuMicros(server.pid)
@@ -232,6 +240,8 @@ async function addPostgres (targets: Target[]) {
   const emptyUrl = await database('empty')
   const empty = await startService('postgres', emptyUrl)
   if (empty) targets.push({ kind: 'http', name: 'postgres', server: empty })
+  const feedOff = await startService('postgres (feed off)', await database('feed_off'), SERVER_ENTRY, FEED_OFF)
+  if (feedOff) targets.push({ kind: 'http', name: 'postgres (feed off)', server: feedOff })
   if (preload > 0) {
     const name = `postgres+${count(preload)}`
     const url = await database('preloaded')
@@ -300,6 +310,9 @@ async function main () {
       if (int64) int64Servers.set(`memory${suffix}`, int64)
     }
     if (stores.has('sqlite')) add(`sqlite${suffix}`, await startService(`sqlite${suffix}`, `sqlite:${join(tmp, `empty${suffix.length}.db`)}`, entry))
+    if (stores.has('sqlite') && suffix === '') {
+      add('sqlite (feed off)', await startService('sqlite (feed off)', `sqlite:${join(tmp, 'feed-off.db')}`, entry, FEED_OFF))
+    }
   }
   if (stores.has('sqlite') && preload > 0) {
     const name = `sqlite+${count(preload)}`
@@ -346,6 +359,8 @@ async function main () {
   const summaries = summarize(runs)
   const comparisons = [
     compare(summaries, 'sqlite', 'memory'),
+    compare(summaries, 'sqlite', 'sqlite (feed off)'),
+    compare(summaries, 'postgres', 'postgres (feed off)'),
     compare(summaries, `sqlite+${count(preload)}`, 'sqlite'),
     compare(summaries, 'postgres', 'pgbench'),
     compare(summaries, `postgres+${count(preload)}`, 'postgres'),
@@ -382,6 +397,20 @@ async function main () {
     failures
   })
   progress(`figures written to ${file}`)
+  if (!args['skip-feed']) await runFeed()
+}
+
+/** The change feed's lag and idle streams (bench/feed.ts), in a process of its own, after every other run. */
+async function runFeed () {
+  const feedStores = [...stores].filter((store) => store !== 'memory')
+  if (feedStores.length === 0) return
+  checkInterrupted()
+  progress('the change feed scenario (bench/feed.ts) …')
+  const { child, exited } = spawnTracked(process.execPath,
+    [FEED_BENCH, '--stores', feedStores.join(','), '--service', SERVER_ENTRY, ...(smoke ? ['--smoke'] : [])], { stdio: 'inherit' })
+  await exited
+  checkInterrupted()
+  if (child.exitCode !== 0) fail(`the feed scenario exited with code ${child.exitCode}`)
 }
 
 let cleaning: Promise<void> | undefined

@@ -36,11 +36,17 @@ export function machineCpuMicros (): number {
   return (user + nice + system + irq + softirq) * MICROS_PER_TICK
 }
 
-/** The peak resident set size of a process (VmHWM), in MiB. */
-export function peakRssMiB (pid: number): number {
-  const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+/** A size in kB of /proc/<pid>/status (VmHWM, VmRSS, ...), in MiB. */
+function statusMiB (pid: number, field: string): number {
+  const match = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
   return match === null ? Number.NaN : Number(match[1]) / 1024
 }
+
+/** The peak resident set size of a process (VmHWM), in MiB. */
+export const peakRssMiB = (pid: number): number => statusMiB(pid, 'VmHWM')
+
+/** The resident set size of a process now (VmRSS), in MiB. */
+export const rssMiB = (pid: number): number => statusMiB(pid, 'VmRSS')
 
 /** A port free right now on 127.0.0.1. */
 export function freePort (): Promise<number> {
