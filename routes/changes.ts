@@ -54,6 +54,9 @@ const changesRoutes: FastifyPluginAsyncTypebox<ChangesRoutesOptions> = async (fa
     }
     const release = feed.hold(who)
     reply.hijack()
+    // The headers the hooks set (CORS, the rate limit's, security headers): writeHead after hijack() sends only the
+    // response's own, which it merges with those given here.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
     // Connection: close: once the stream ends (its lifetime, the app's close) the socket goes too, not kept alive idle.
     reply.raw.writeHead(200, { 'content-type': `${EVENT_STREAM}; charset=utf-8`, 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
     // The head goes out now, not with the first event: a client of an idle feed knows it is following.

@@ -22,7 +22,8 @@ import { OTHER_TOKEN, TOKEN } from './plugin-app.js'
  * bearer auth, GET /plants/changes and the plant routes), on a fake clock the test moves: its
  * heartbeats, lifetimes and waits. Listening on a loopback port; `rowsRead` counts the events the
  * feed has read from the store (`gate`, when set, is awaited before each read: a slow store),
- * `responses` holds each request's raw response.
+ * `responses` holds each request's raw response. An onRequest hook sets `x-hook: set` on each
+ * answer, as the rate limit and CORS plugins set theirs.
  */
 export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> = {}, maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
   const clock = fakeClock()
@@ -50,7 +51,10 @@ export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> 
     await scope.register(feedPlugin, { config, webhooks: false, clock })
     await scope.register(async (guarded) => {
       await guarded.register(auth, { tokens: [TOKEN, OTHER_TOKEN], failureLimit: false })
-      guarded.addHook('onRequest', async (_request, reply) => { responses.push(reply.raw) })
+      guarded.addHook('onRequest', async (_request, reply) => {
+        responses.push(reply.raw)
+        reply.header('x-hook', 'set')
+      })
       const routes = { maxTextLength, tag: 'plants', hostAuth: false, config: {} }
       await guarded.register(changesRoutes, routes)
       await guarded.register(plantRoutes, { ...routes, bodyLimit: 1024 * 1024 })

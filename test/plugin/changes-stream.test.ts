@@ -226,3 +226,12 @@ t.test('a reader that stops reading is cut at the stream\'s lifetime: its socket
   again.close()
   stuck.close()
 })
+
+t.test('a stream\'s answer carries the headers the hooks set (CORS, the rate limit\'s): hijack() does not drop them', async (t) => {
+  const { url } = await listeningFeed(t)
+  const stream = await openStream(`${url}/plants/changes?after=now`, STREAM)
+  t.equal(stream.status, 200)
+  t.equal(stream.headers['x-hook'], 'set', 'set by an onRequest hook')
+  t.equal(stream.headers['content-type'], 'text/event-stream; charset=utf-8', 'its own still')
+  stream.close()
+})
