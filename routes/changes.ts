@@ -101,7 +101,7 @@ const changesRoutes: FastifyPluginAsyncTypebox<ChangesRoutesOptions> = async (fa
         return await stream(request.query, request.headers['last-event-id'], identityOf(request), reply, gone)
       }
       // Validated: its defaults are filled in.
-      const page = await feed.page(request.query as ChangesRequest, identityOf(request))
+      const page = await feed.page(request.query as ChangesRequest, identityOf(request), gone)
       // The text as made: each event's bytes as stored, exact int64 ids (a string is sent as it is).
       return await reply.type('application/json; charset=utf-8').send(page as never)
     } catch (error) {
