@@ -1,4 +1,4 @@
-import type { FastifyReply } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { identityOf } from '../plugins/auth/index.js'
 import { feedOf } from '../plugins/feed/index.js'
@@ -22,6 +22,16 @@ const errorAnswer = (status: number, description: string, message: string, heade
   content: { 'application/json': { schema: ref(ErrorSchema), examples: { [`${status}-1`]: { summary: description, value: { error: status, message } } } } }
 })
 
+/** A signal aborted once the response closes (the client went, or the answer was sent), also if it has already. */
+function closed (request: FastifyRequest, reply: FastifyReply): AbortSignal {
+  const controller = new AbortController()
+  const { raw } = reply
+  // The request's socket: inject()'s response has none.
+  if (raw.destroyed || request.raw.socket?.destroyed === true) controller.abort()
+  else raw.once('close', () => controller.abort())
+  return controller.signal
+}
+
 /**
  * GET /plants/changes: the change feed, a page at a time or as a long-poll. Without the feed (off,
  * or a store that keeps none) the path is no route: 404, not a plant id that is not an int64.
@@ -34,15 +44,24 @@ const changesRoutes: FastifyPluginAsyncTypebox<ChangesRoutesOptions> = async (fa
   }
   const route = guardedRoute(fastify, options)
   /** The changes as Server-Sent Events: from Last-Event-ID (or `after`), until the stream's lifetime ends. */
-  const stream = async (query: ChangesQuery, lastEventId: string | string[] | undefined, who: string, reply: FastifyReply) => {
+  const stream = async (query: ChangesQuery, lastEventId: string | string[] | undefined, who: string, reply: FastifyReply, gone: AbortSignal) => {
     const start = await feed.start({ ...query, after: typeof lastEventId === 'string' ? lastEventId : query.after, limit: STREAM_READ })
+    if (gone.aborted) {
+      // The client went during the first read: no stream, no place taken.
+      reply.hijack()
+      reply.raw.destroy()
+      return reply
+    }
     const release = feed.hold(who)
     reply.hijack()
+    // The headers the hooks set (CORS, the rate limit's, security headers): writeHead after hijack() sends only the
+    // response's own, which it merges with those given here.
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value)
     // Connection: close: once the stream ends (its lifetime, the app's close) the socket goes too, not kept alive idle.
     reply.raw.writeHead(200, { 'content-type': `${EVENT_STREAM}; charset=utf-8`, 'cache-control': 'no-store', 'x-accel-buffering': 'no', connection: 'close' })
     // The head goes out now, not with the first event: a client of an idle feed knows it is following.
     reply.raw.flushHeaders()
-    feed.streams.run(reply.raw, start, release).catch(() => {})
+    feed.streams.run(reply.raw, start, release, gone).catch(() => {})
     return reply
   }
   const { ChangesPage } = changesSchemas(options.maxTextLength)
@@ -75,10 +94,14 @@ const changesRoutes: FastifyPluginAsyncTypebox<ChangesRoutesOptions> = async (fa
       }
     }
   }, async (request, reply) => {
+    // Aborted once the response closes: a client that goes ends its wait or its stream, and frees its place.
+    const gone = closed(request, reply)
     try {
-      if (request.headers.accept?.includes(EVENT_STREAM) === true) return await stream(request.query, request.headers['last-event-id'], identityOf(request), reply)
+      if (request.headers.accept?.includes(EVENT_STREAM) === true) {
+        return await stream(request.query, request.headers['last-event-id'], identityOf(request), reply, gone)
+      }
       // Validated: its defaults are filled in.
-      const page = await feed.page(request.query as ChangesRequest, identityOf(request))
+      const page = await feed.page(request.query as ChangesRequest, identityOf(request), gone)
       // The text as made: each event's bytes as stored, exact int64 ids (a string is sent as it is).
       return await reply.type('application/json; charset=utf-8').send(page as never)
     } catch (error) {

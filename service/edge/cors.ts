@@ -20,9 +20,11 @@ const REFUSED: FastifyCorsOptions = { origin: false }
 export default fp<CorsOptions>(async function corsOrigins (fastify, { origins }) {
   const granted = new Map(origins.map((origin): [string, FastifyCorsOptions] => [origin, {
     origin,
-    methods: ['GET', 'POST', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type'],
-    exposedHeaders: ['retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
+    // PUT /plants/{id} writes a plant; If-Match / If-None-Match its ETag; Last-Event-ID resumes the change feed.
+    methods: ['GET', 'POST', 'PUT', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'if-match', 'if-none-match', 'last-event-id'],
+    // ETag: a plant's revision; Link: the next page of a list.
+    exposedHeaders: ['etag', 'link', 'retry-after', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'],
     maxAge: 600
   }]))
   const optionsFor = (request: FastifyRequest) => {

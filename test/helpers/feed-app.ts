@@ -21,15 +21,18 @@ import { OTHER_TOKEN, TOKEN } from './plugin-app.js'
  * The feed's routes as the plugin registers them (validation, errors, the store, the feed, the
  * bearer auth, GET /plants/changes and the plant routes), on a fake clock the test moves: its
  * heartbeats, lifetimes and waits. Listening on a loopback port; `rowsRead` counts the events the
- * feed has read from the store, `responses` holds each request's raw response.
+ * feed has read from the store (`gate`, when set, is awaited before each read: a slow store),
+ * `responses` holds each request's raw response. An onRequest hook sets `x-hook: set` on each
+ * answer, as the rate limit and CORS plugins set theirs.
  */
 export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> = {}, maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
   const clock = fakeClock()
   const memory = createMemoryStore()
-  const counted = { rowsRead: 0 }
+  const counted: { rowsRead: number, gate?: Promise<void> | undefined } = { rowsRead: 0 }
   const countReads = (outbox: WebhookOutbox): WebhookOutbox => {
     const readFeed = outbox.readFeed.bind(outbox)
     outbox.readFeed = async (after: FeedPosition | undefined, limit: number) => {
+      await counted.gate
       const read = await readFeed(after, limit)
       counted.rowsRead += read.rows.length
       return read
@@ -48,7 +51,10 @@ export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> 
     await scope.register(feedPlugin, { config, webhooks: false, clock })
     await scope.register(async (guarded) => {
       await guarded.register(auth, { tokens: [TOKEN, OTHER_TOKEN], failureLimit: false })
-      guarded.addHook('onRequest', async (_request, reply) => { responses.push(reply.raw) })
+      guarded.addHook('onRequest', async (_request, reply) => {
+        responses.push(reply.raw)
+        reply.header('x-hook', 'set')
+      })
       const routes = { maxTextLength, tag: 'plants', hostAuth: false, config: {} }
       await guarded.register(changesRoutes, routes)
       await guarded.register(plantRoutes, { ...routes, bodyLimit: 1024 * 1024 })
@@ -61,13 +67,13 @@ export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> 
   return { app, clock, config, counted, responses, url: `http://127.0.0.1:${address.port}` }
 }
 
-/** One Server-Sent Event as a client parses it. */
+/** One Server-Sent Event as a client parses it (a block with data: one with only an id dispatches none). */
 export interface ServerSentEvent { id: string | undefined, event: string | undefined, data: string }
 
 /**
  * GET `url` as a Server-Sent Events client (node:http: its destroy() closes the socket at once, where
  * fetch's abort leaves it for undici's keep-alive): the answer's status, headers, the events and
- * comment lines so far; `until` reads on until a condition holds or the stream ends; `body` the
+ * comment lines so far, the last event ID as EventSource keeps it (set by any `id:` line); `until` reads on until a condition holds or the stream ends; `body` the
  * whole text of an answer that ends (an error's JSON).
  */
 export async function openStream (url: string, headers: Record<string, string>) {
@@ -75,7 +81,7 @@ export async function openStream (url: string, headers: Record<string, string>) 
   req.end()
   const [response] = await once(req, 'response') as [IncomingMessage]
   response.setEncoding('utf8')
-  const state = { events: [] as ServerSentEvent[], comments: [] as string[], ended: false, text: '', all: '' }
+  const state = { events: [] as ServerSentEvent[], comments: [] as string[], lastEventId: undefined as string | undefined, ended: false, text: '', all: '' }
   let told: (() => void) | undefined
   const parse = () => {
     let end: number
@@ -88,9 +94,11 @@ export async function openStream (url: string, headers: Record<string, string>) 
         if (line.startsWith(':')) state.comments.push(line)
         const field = /^(id|event|data): (.*)$/.exec(line)
         if (field === null) continue
-        isEvent = true
-        if (field[1] === 'data') event.data += field[2]
-        else event[field[1] as 'id' | 'event'] = field[2]
+        if (field[1] === 'data') {
+          isEvent = true
+          event.data += field[2]
+        } else event[field[1] as 'id' | 'event'] = field[2]
+        if (field[1] === 'id') state.lastEventId = field[2]
       }
       if (isEvent) state.events.push(event)
     }

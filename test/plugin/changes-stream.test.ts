@@ -3,6 +3,8 @@
  * heartbeats, the stream's lifetime, a slow reader, shutdown and the caps. The feed's timers run
  * on a fake clock.
  */
+import { once } from 'node:events'
+import { request } from 'node:http'
 import t from 'tap'
 import { FeedBusyError, FeedCursorInvalidError } from '../../plugins/feed/errors.js'
 import { listeningFeed, openStream } from '../helpers/feed-app.js'
@@ -10,6 +12,10 @@ import { AUTH, createPlant, JSON_TYPE, OTHER_TOKEN } from '../helpers/plugin-app
 
 const STREAM = { ...AUTH, accept: 'text/event-stream' }
 const turn = () => new Promise((resolve) => setImmediate(resolve))
+const page = async (app: Awaited<ReturnType<typeof listeningFeed>>['app'], query: string) =>
+  (await app.inject({ url: `/plants/changes${query}`, headers: AUTH })).json<{ changes: Array<{ cursor: string, event: { type: string, id: number } }>, next: string }>()
+/** The feed of a listeningFeed app, with its count of open streams. */
+const feedOf = (counted: object) => (counted as { feed: { streams: { size: number } } }).feed
 
 t.test('a stream sends each change as an event (id: its cursor, event: its type, data: the event), then those that commit while it is open', async (t) => {
   const { app, url } = await listeningFeed(t)
@@ -128,4 +134,104 @@ t.test('streams and long-polls count against the caps: past them 503 with Retry-
   const again = await openStream(`${url}/plants/changes?after=now`, STREAM)
   t.equal(again.status, 200, 'the token\'s place is free again')
   again.close()
+})
+
+t.test('a stream with nothing it wants tells its position in id: lines with no data (at its start, with a heartbeat past skipped rows, ' +
+  'at its end): a client resuming from the last id it saw gets what committed in between', async (t) => {
+  const { app, clock, config, url } = await listeningFeed(t, { heartbeat: 15_000, streamLifetime: 60_000 })
+  await createPlant(app, { id: 1, name: 'a' })
+  const idle = await openStream(`${url}/plants/changes?after=now`, STREAM)
+  const deletes = await openStream(`${url}/plants/changes?after=now&types=plant.deleted`, STREAM)
+  const head = (await page(app, '?after=now')).next
+  await clock.advance(config.heartbeatMs)
+  // The start's id line goes out before the first heartbeat.
+  for (const stream of [idle, deletes]) await stream.until(() => stream.state.comments.length === 1)
+  t.same([idle.state.lastEventId, deletes.state.lastEventId], [head, head], 'at the start: the head, before any event')
+  await createPlant(app, { id: 2, name: 'b' })
+  await idle.until(() => idle.state.events.length === 1)
+  await clock.advance(config.heartbeatMs)
+  await deletes.until(() => deletes.state.comments.length === 2)
+  for (let turns = 0; deletes.state.lastEventId === head && turns < 1000; turns++) await turn()
+  t.equal(deletes.state.events.length, 0, 'the filtered stream dispatched no event')
+  t.equal(deletes.state.lastEventId, idle.state.events[0].id, 'with the heartbeat, its position moved past the create it skipped')
+  await createPlant(app, { id: 3, name: 'c' })
+  await clock.advance(config.streamLifetimeMs - 2 * config.heartbeatMs)
+  for (const stream of [idle, deletes]) await stream.body()
+  t.equal(deletes.state.lastEventId, idle.state.events[1].id, 'at its end: past the last create too')
+  // What commits while the clients reconnect: a resume from the last id gets it, where after=now would not.
+  await app.inject({ method: 'DELETE', url: '/plants/3', headers: AUTH })
+  await createPlant(app, { id: 4, name: 'd' })
+  const resumed = await openStream(`${url}/plants/changes?types=plant.deleted`, { ...STREAM, 'last-event-id': deletes.state.lastEventId ?? 'none' })
+  await resumed.until(() => resumed.state.events.length === 1)
+  t.same(resumed.state.events.map(({ data }) => JSON.parse(data)).map(({ type, id }) => [type, id]), [['plant.deleted', 3]])
+  resumed.close()
+})
+
+t.test('a stream opened at the head that sees no event till its end: resuming from its last id gets what committed after it ended', async (t) => {
+  const { app, clock, config, url } = await listeningFeed(t, { streamLifetime: 1000 })
+  const quiet = await openStream(`${url}/plants/changes?after=now`, STREAM)
+  await clock.advance(config.streamLifetimeMs)
+  await quiet.body()
+  t.same(quiet.state.events, [], 'no event')
+  t.ok(quiet.state.lastEventId, 'but an id: its position')
+  await createPlant(app, { id: 1, name: 'meanwhile' })
+  const resumed = await openStream(`${url}/plants/changes`, { ...STREAM, 'last-event-id': quiet.state.lastEventId ?? 'none' })
+  t.equal(resumed.status, 200)
+  await resumed.until(() => resumed.state.events.length === 1)
+  t.same(JSON.parse(resumed.state.events[0].data).name, 'meanwhile', 'the change that committed in between')
+  resumed.close()
+})
+
+t.test('a client that goes during the stream\'s first read (a slow store) takes no place: the next stream of its token is not refused', async (t) => {
+  const { app, counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1, streamLifetime: 1000 })
+  for (const id of [1, 2, 3]) await createPlant(app, { id, name: `p${id}` })
+  let open!: () => void
+  counted.gate = new Promise((resolve) => { open = resolve })
+  const before = responses.length
+  const gone = request(`${url}/plants/changes`, { headers: STREAM })
+  gone.on('error', () => {})
+  gone.end()
+  for (let turns = 0; responses.length === before && turns < 100_000; turns++) await turn()
+  const raw = responses.at(-1)!
+  const closed = once(raw, 'close')
+  gone.destroy()
+  await closed
+  counted.gate = undefined
+  open()
+  // The first read ends, with rows to send to a socket that is gone.
+  for (let turns = 0; turns < 20; turns++) await turn()
+  t.equal(feedOf(counted).streams.size, 0, 'no stream runs for it')
+  const again = await openStream(`${url}/plants/changes`, STREAM)
+  t.equal(again.status, 200, 'its place is free')
+  again.close()
+})
+
+t.test('a reader that stops reading is cut at the stream\'s lifetime: its socket destroyed, its place freed', async (t) => {
+  // Events of 100 kB each, 30 MB in all: more than the loopback socket's buffers hold.
+  const { app, clock, config, counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1, streamLifetime: 1000 }, 100_000)
+  const name = 'x'.repeat(100_000)
+  for (let id = 1; id <= 300; id++) await createPlant(app, { id, name })
+  const stuck = await openStream(`${url}/plants/changes`, STREAM)
+  stuck.response.pause()
+  const raw = responses.at(-1)!
+  for (let turns = 0; !raw.writableNeedDrain && turns < 100_000; turns++) await turn()
+  t.ok(raw.writableNeedDrain, 'the socket is full')
+  t.equal((await openStream(`${url}/plants/changes?after=now`, STREAM)).status, 503, 'it holds its token\'s place')
+  await clock.advance(config.streamLifetimeMs)
+  for (let turns = 0; !raw.destroyed && turns < 1000; turns++) await turn()
+  t.ok(raw.destroyed, 'at its lifetime, its socket is destroyed')
+  t.equal(feedOf(counted).streams.size, 0)
+  const again = await openStream(`${url}/plants/changes?after=now`, STREAM)
+  t.equal(again.status, 200, 'its place is free')
+  again.close()
+  stuck.close()
+})
+
+t.test('a stream\'s answer carries the headers the hooks set (CORS, the rate limit\'s): hijack() does not drop them', async (t) => {
+  const { url } = await listeningFeed(t)
+  const stream = await openStream(`${url}/plants/changes?after=now`, STREAM)
+  t.equal(stream.status, 200)
+  t.equal(stream.headers['x-hook'], 'set', 'set by an onRequest hook')
+  t.equal(stream.headers['content-type'], 'text/event-stream; charset=utf-8', 'its own still')
+  stream.close()
 })

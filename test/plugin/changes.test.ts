@@ -1,6 +1,9 @@
+import { once } from 'node:events'
+import { request } from 'node:http'
 import t from 'tap'
 import { FeedBusyError, FeedCursorGoneError, FeedCursorInvalidError } from '../../plugins/feed/errors.js'
 import { encodeCursor, decodeCursor } from '../../plugins/feed/cursor.js'
+import { listeningFeed, openStream } from '../helpers/feed-app.js'
 import { AUTH, buildPlugin, createPlant, JSON_TYPE, OTHER_TOKEN } from '../helpers/plugin-app.js'
 import type { Injectable } from '../helpers/plugin-app.js'
 
@@ -120,4 +123,26 @@ t.test('with feed: false, GET /plants/changes is 404 and creates write nothing m
   await createPlant(app, { id: 1, name: 'a' })
   const response = await changes(app)
   t.equal(response.statusCode, 404)
+})
+
+t.test('a long-poll whose client goes frees its place at once, not at the end of its wait', async (t) => {
+  const { responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1 })
+  const turn = () => new Promise((resolve) => setImmediate(resolve))
+  const before = responses.length
+  const gone = request(`${url}/plants/changes?after=now&wait=30`, { headers: AUTH })
+  gone.on('error', () => {})
+  gone.end()
+  for (let turns = 0; responses.length === before && turns < 100_000; turns++) await turn()
+  // Its first read, then its wait (30 s on the fake clock, which does not move here).
+  for (let turns = 0; turns < 20; turns++) await turn()
+  const busy = await openStream(`${url}/plants/changes?after=now`, { ...AUTH, accept: 'text/event-stream' })
+  t.equal(busy.status, 503, 'it holds its token\'s place while it waits')
+  await busy.body()
+  const closed = once(responses[before], 'close')
+  gone.destroy()
+  await closed
+  for (let turns = 0; turns < 20; turns++) await turn()
+  const again = await openStream(`${url}/plants/changes?after=now`, { ...AUTH, accept: 'text/event-stream' })
+  t.equal(again.status, 200, 'freed once its client went')
+  again.close()
 })

@@ -15,13 +15,31 @@ t.test('with CORS_ORIGINS, a listed origin\'s preflight is granted, without a to
   t.equal(response.statusCode, 204)
   t.match(response.headers, {
     'access-control-allow-origin': LISTED,
-    'access-control-allow-methods': 'GET, POST, DELETE',
-    'access-control-allow-headers': 'authorization, content-type',
+    'access-control-allow-methods': 'GET, POST, PUT, DELETE',
+    'access-control-allow-headers': 'authorization, content-type, if-match, if-none-match, last-event-id',
     'access-control-max-age': '600'
   })
   const get = await app.inject({ url: '/plants', headers: { ...AUTH, origin: LISTED } })
   t.equal(get.headers['access-control-allow-origin'], LISTED, 'and its requests may be read')
   t.match(get.headers['access-control-expose-headers'], /retry-after/)
+})
+
+t.test('a listed origin may PUT a plant with If-Match, and read its ETag and a list\'s Link', async (t) => {
+  const { app } = await build(t, {}, { corsOrigins: [LISTED] })
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/plants/1',
+    headers: { origin: LISTED, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization,content-type,if-match' }
+  })
+  t.equal(preflight.statusCode, 204)
+  t.match(preflight.headers['access-control-allow-methods'], /\bPUT\b/, 'PUT allowed')
+  t.match(preflight.headers['access-control-allow-headers'], /\bif-match\b/, 'If-Match allowed')
+  t.match(preflight.headers['access-control-allow-headers'], /\bif-none-match\b/)
+  t.match(preflight.headers['access-control-allow-headers'], /\blast-event-id\b/, 'and Last-Event-ID, for the change feed')
+  const get = await app.inject({ url: '/plants', headers: { ...AUTH, origin: LISTED } })
+  const exposed = String(get.headers['access-control-expose-headers']).split(/,\s*/)
+  t.ok(exposed.includes('etag'), 'ETag exposed')
+  t.ok(exposed.includes('link'), 'Link exposed')
 })
 
 t.test('an origin not listed gets no Access-Control-* header at all, its preflight a 405 in the Error shape', async (t) => {
