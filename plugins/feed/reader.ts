@@ -52,7 +52,7 @@ export class FeedReader {
       const waiter: Waiter = {
         ...wanted,
         resolve: (found) => {
-          if (!this.#waiters.delete(waiter)) return
+          this.#waiters.delete(waiter)
           waiter.cancel()
           // Each listener goes with its wait: a signal that outlives many waits (the app's close) holds none of them.
           for (const signal of signals) signal.removeEventListener('abort', end)

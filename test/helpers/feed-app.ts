@@ -28,7 +28,7 @@ import { OTHER_TOKEN, TOKEN } from './plugin-app.js'
 export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> = {}, maxTextLength = DEFAULT_MAX_TEXT_LENGTH) {
   const clock = fakeClock()
   const memory = createMemoryStore()
-  const counted: { rowsRead: number, gate?: Promise<void> | undefined } = { rowsRead: 0 }
+  const counted: { rowsRead: number, gate?: Promise<void> | undefined, hookGate?: Promise<void> | undefined } = { rowsRead: 0 }
   const countReads = (outbox: WebhookOutbox): WebhookOutbox => {
     const readFeed = outbox.readFeed.bind(outbox)
     outbox.readFeed = async (after: FeedPosition | undefined, limit: number) => {
@@ -54,6 +54,8 @@ export async function listeningFeed (t: Test, feed: Exclude<FeedOptions, false> 
       guarded.addHook('onRequest', async (_request, reply) => {
         responses.push(reply.raw)
         reply.header('x-hook', 'set')
+        // `hookGate`, when set, holds each request before its handler (a slow hook of the host's).
+        await counted.hookGate
       })
       const routes = { maxTextLength, tag: 'plants', hostAuth: false, config: {} }
       await guarded.register(changesRoutes, routes)

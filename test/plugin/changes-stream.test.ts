@@ -206,6 +206,27 @@ t.test('a client that goes during the stream\'s first read (a slow store) takes 
   again.close()
 })
 
+t.test('a client gone before the handler runs (a slow hook) takes no place: no stream runs for it', async (t) => {
+  const { counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1 })
+  let open!: () => void
+  counted.hookGate = new Promise((resolve) => { open = resolve })
+  const before = responses.length
+  const gone = request(`${url}/plants/changes`, { headers: STREAM })
+  gone.on('error', () => {})
+  gone.end()
+  for (let turns = 0; responses.length === before && turns < 100_000; turns++) await turn()
+  const closed = once(responses.at(-1)!, 'close')
+  gone.destroy()
+  await closed
+  counted.hookGate = undefined
+  open()
+  for (let turns = 0; turns < 20; turns++) await turn()
+  t.equal(feedOf(counted).streams.size, 0, 'no stream runs for it')
+  const again = await openStream(`${url}/plants/changes`, STREAM)
+  t.equal(again.status, 200, 'its place is free')
+  again.close()
+})
+
 t.test('a reader that stops reading is cut at the stream\'s lifetime: its socket destroyed, its place freed', async (t) => {
   // Events of 100 kB each, 30 MB in all: more than the loopback socket's buffers hold.
   const { app, clock, config, counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1, streamLifetime: 1000 }, 100_000)
