@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events'
 import { request } from 'node:http'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { FeedBusyError, FeedCursorInvalidError } from '../../plugins/feed/errors.js'
 import { listeningFeed, openStream } from '../helpers/feed-app.js'
 import { AUTH, createPlant, JSON_TYPE, OTHER_TOKEN } from '../helpers/plugin-app.js'
@@ -182,34 +182,15 @@ t.test('a stream opened at the head that sees no event till its end: resuming fr
   resumed.close()
 })
 
-t.test('a client that goes during the stream\'s first read (a slow store) takes no place: the next stream of its token is not refused', async (t) => {
+/**
+ * A stream's client that goes while `gate` (the feed's first read, or a hook before the handler)
+ * holds its request: no stream runs for it, and the next stream of its token is not refused.
+ */
+async function clientGoneWhileHeld (t: Test, gate: 'gate' | 'hookGate') {
   const { app, counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1, streamLifetime: 1000 })
   for (const id of [1, 2, 3]) await createPlant(app, { id, name: `p${id}` })
   let open!: () => void
-  counted.gate = new Promise((resolve) => { open = resolve })
-  const before = responses.length
-  const gone = request(`${url}/plants/changes`, { headers: STREAM })
-  gone.on('error', () => {})
-  gone.end()
-  for (let turns = 0; responses.length === before && turns < 100_000; turns++) await turn()
-  const raw = responses.at(-1)!
-  const closed = once(raw, 'close')
-  gone.destroy()
-  await closed
-  counted.gate = undefined
-  open()
-  // The first read ends, with rows to send to a socket that is gone.
-  for (let turns = 0; turns < 20; turns++) await turn()
-  t.equal(feedOf(counted).streams.size, 0, 'no stream runs for it')
-  const again = await openStream(`${url}/plants/changes`, STREAM)
-  t.equal(again.status, 200, 'its place is free')
-  again.close()
-})
-
-t.test('a client gone before the handler runs (a slow hook) takes no place: no stream runs for it', async (t) => {
-  const { counted, responses, url } = await listeningFeed(t, { maxWaitersPerToken: 1 })
-  let open!: () => void
-  counted.hookGate = new Promise((resolve) => { open = resolve })
+  counted[gate] = new Promise((resolve) => { open = resolve })
   const before = responses.length
   const gone = request(`${url}/plants/changes`, { headers: STREAM })
   gone.on('error', () => {})
@@ -218,14 +199,19 @@ t.test('a client gone before the handler runs (a slow hook) takes no place: no s
   const closed = once(responses.at(-1)!, 'close')
   gone.destroy()
   await closed
-  counted.hookGate = undefined
+  counted[gate] = undefined
   open()
+  // What it held goes on (the first read ends with rows to send), to a socket that is gone.
   for (let turns = 0; turns < 20; turns++) await turn()
   t.equal(feedOf(counted).streams.size, 0, 'no stream runs for it')
   const again = await openStream(`${url}/plants/changes`, STREAM)
   t.equal(again.status, 200, 'its place is free')
   again.close()
-})
+}
+
+t.test('a client that goes during the stream\'s first read (a slow store) takes no place', (t) => clientGoneWhileHeld(t, 'gate'))
+
+t.test('a client gone before the handler runs (a slow hook) takes no place', (t) => clientGoneWhileHeld(t, 'hookGate'))
 
 t.test('a reader that stops reading is cut at the stream\'s lifetime: its socket destroyed, its place freed', async (t) => {
   // Events of 100 kB each, 30 MB in all: more than the loopback socket's buffers hold.
