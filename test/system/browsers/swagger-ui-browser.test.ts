@@ -169,6 +169,17 @@ t.test('Swagger UI runs the documented examples in order, creates a plant with a
     t.match(bigList.received, `"id":${BIG_ID},`, 'the list carries the exact id')
     t.match(bigList.shown, /"id": 9007199254740992\b/, 'Swagger UI displays it rounded to a double')
 
+    // The change feed's long-poll, as pre-filled (no cursor: from the oldest change kept), then from its next with a wait typed in.
+    const changes = await run(page, 'get', '/plants/changes')
+    t.equal(changes.status, 200, 'the feed answers')
+    t.match(changes.received, '"event":{"type":"plant.created","timestamp":', 'its changes are the plants\' events')
+    t.match(changes.received, `"id":${BIG_ID},"name":"Browser fern"`, 'the last create among them, its id exact')
+    const { next } = JSON.parse(changes.received) as { next: string }
+    t.match(JSON.parse(changes.shown), { changes: Array, next }, 'Swagger UI shows the page')
+    const waited = await run(page, 'get', '/plants/changes', undefined, { after: next, wait: '1' })
+    t.equal(waited.url.searchParams.get('wait'), '1', 'the wait is sent as typed')
+    t.same(JSON.parse(waited.received), { changes: [], next }, 'a long-poll with nothing new ends empty, at the same cursor')
+
     mkdirSync(dirname(SCREENSHOT), { recursive: true })
     await page.locator('.responses-wrapper .live-responses-table .response').last().scrollIntoViewIfNeeded()
     await page.screenshot({ path: SCREENSHOT, fullPage: true })
