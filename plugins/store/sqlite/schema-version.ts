@@ -64,10 +64,14 @@ export function versionRefusal (version: number): string | undefined {
  * reads the version it left, and applies only the steps still missing.
  */
 export function migrate (db: Database.Database) {
+  const current = storedVersion(db)
+  const refusal = versionRefusal(current)
+  if (refusal !== undefined) throw new Error(refusal)
+  // A file at this release's version opens without the write lock (one it cannot take, a read-only -shm, still serves reads).
+  if (current === SQLITE_SCHEMA_VERSION) return
   const step = db.transaction((): boolean => {
+    // What another process left (a newer release's version, too, which the store's first write then refuses).
     const version = storedVersion(db)
-    const refusal = versionRefusal(version)
-    if (refusal !== undefined) throw new Error(refusal)
     if (version >= SQLITE_SCHEMA_VERSION) return false
     SQLITE_STEPS[version](db)
     db.pragma(`user_version = ${version + 1}`)

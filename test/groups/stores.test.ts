@@ -1,3 +1,0 @@
-import { runTier } from '../helpers/group.js'
-
-await runTier('stores')
