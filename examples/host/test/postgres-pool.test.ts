@@ -28,6 +28,9 @@ test('17.3 and 17.4: on the host\'s own pg.Pool, a host table named plants is re
 
   // The plugin closed its store, not the host's pool, and wrote nothing outside its schema.
   assert.deepEqual((await pool.query('SELECT id::text, name FROM garden.plants')).rows, [{ id: '9007199254740993', name: 'Ivy' }])
-  assert.deepEqual((await pool.query("SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema IN ('public', 'garden') ORDER BY 1")).rows,
-    [{ t: 'garden.plants' }, { t: 'garden.plants_schema_version' }, { t: 'public.plants' }])
+  const tables = (await pool.query<{ t: string }>("SELECT table_schema || '.' || table_name AS t FROM information_schema.tables WHERE table_schema IN ('public', 'garden') ORDER BY 1")).rows.map(({ t }) => t)
+  assert.deepEqual(tables.filter((t) => t.startsWith('public.')), ['public.plants'], 'nothing of its own in the host\'s schema')
+  // Its table, its version, and the event tables the change feed (on by default) writes to.
+  assert.deepEqual(tables.filter((t) => t.startsWith('garden.')), ['garden.plants', 'garden.plants_schema_version', 'garden.plants_webhook_attempts',
+    'garden.plants_webhook_deliveries', 'garden.plants_webhook_endpoints', 'garden.plants_webhook_events', 'garden.plants_webhook_feed'])
 })
