@@ -21,8 +21,11 @@ const pgSkip = await postgresSkip()
 async function twoInstances (t: Test, databaseUrl: string) {
   const started = Date.now()
   const env = { DATABASE_URL: databaseUrl, API_TOKENS: TOKEN }
-  // Started together, as a deployment's instances are (sqlite-concurrent-open.test.ts tests that alone).
-  const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
+  // One after the other: started together on PostgreSQL, an instance's shutdown later sometimes
+  // outlasts SHUTDOWN_TIMEOUT (feed-kill.test.ts shows it, an open bug); SQLite's concurrent open is
+  // sqlite-concurrent-open.test.ts's.
+  const a = await startServer(t, env)
+  const b = await startServer(t, env)
   const followers: Record<string, Follower> = {
     'long-poll on A': follow('poll', [a.url], TOKEN),
     'stream on A': follow('stream', [a.url], TOKEN, { dropEvery: 50 }),

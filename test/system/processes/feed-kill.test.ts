@@ -67,8 +67,9 @@ async function killOne (t: Test, databaseUrl: string) {
   b.child.kill('SIGTERM')
   const exit = await exitWithin(b, 15_000)
   // A known bug, open: on PostgreSQL, B's graceful shutdown sometimes outlasts its 10 s SHUTDOWN_TIMEOUT
-  // ("killed by timeout", exit 1) after A was killed, 3 runs in 14 on busy cores; cause not found yet.
-  t.same(exit, { code: 0, signal: null }, `B stops cleanly${exit.code === 0 ? '' : `; its last lines:\n${b.stdout().split('\n').slice(-15).join('\n')}\n${b.stderr()}`}`,
+  // ("killed by timeout", exit 1) after A was killed, when the two started together: 4 runs in 17 on
+  // busy cores (0 in 9 started one after the other); cause not found yet.
+  t.same(exit, { code: 0, signal: null }, `B stops cleanly${exit.code === 0 ? '' : `; its last lines:\n${b.stdout().split('\n').filter((line) => !line.includes('request completed') && !line.includes('request refused')).slice(-40).join('\n')}\n${b.stderr()}`}`,
     { todo: databaseUrl.startsWith('postgres') ? 'a PostgreSQL shutdown that sometimes outlasts SHUTDOWN_TIMEOUT after a sibling was killed' : false })
 }
 
