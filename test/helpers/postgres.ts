@@ -102,3 +102,15 @@ export async function downFor (url: string): Promise<() => Promise<unknown>> {
   await endSessions(name)
   return () => sqlOn(SERVER_URL, `ALTER DATABASE ${name} ALLOW_CONNECTIONS true`)
 }
+
+/** Whether a session of database `name` waits for a lock, as `monitor` (any session on the server) sees it. */
+export async function sessionWaitsForLock (monitor: pg.Client, name: string): Promise<boolean> {
+  const { rows: [{ n }] } = await monitor.query<{ n: number }>(
+    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name])
+  return n > 0
+}
+
+/** Resolves once a session of database `name` waits for a lock. */
+export async function untilSessionWaitsForLock (monitor: pg.Client, name: string): Promise<void> {
+  while (!await sessionWaitsForLock(monitor, name)) await new Promise((resolve) => setImmediate(resolve))
+}

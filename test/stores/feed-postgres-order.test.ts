@@ -9,7 +9,7 @@ import { outboxTables, insertWithEventsSql } from '../../plugins/store/postgres/
 import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import type { FeedPosition, FeedRow, WebhookOutbox } from '../../plugins/store/outbox.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
-import { connect, freshDatabase, postgresSkip } from '../helpers/postgres.js'
+import { connect, freshDatabase, postgresSkip, untilSessionWaitsForLock } from '../helpers/postgres.js'
 
 const skip = await postgresSkip()
 const withFeed = { endpoints: [], payloads: eventPayloads, feed: true }
@@ -119,16 +119,6 @@ t.test('two stores on one database writing at once: a follower sees every event 
   t.ok(keys.every((key, i) => !key.startsWith('plant.deleted') || created.get(key.replace('deleted', 'created'))! < i), 'each delete after its create')
 })
 
-/** Whether a session of `database` waits for a lock. */
-async function aSessionWaits (monitor: Awaited<ReturnType<typeof connect>>, database: string) {
-  for (;;) {
-    const { rows: [{ n }] } = await monitor.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [database])
-    if (n > 0) return
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-}
-
 t.test('a batch of updates that waits for another session\'s row lock does not list a plant\'s updates out of order', { skip }, async (t) => {
   const url = await freshDatabase(t)
   const database = new URL(url).pathname.slice(1)
@@ -144,7 +134,7 @@ t.test('a batch of updates that waits for another session\'s row lock does not l
   await blocker.query('SELECT 1 FROM plants WHERE id = 7 FOR UPDATE')
   // One turn of A: one statement for 5, 7 and 9, which locks 5 (its transaction id taken) and waits at 7.
   const batch = Promise.all([5n, 7n, 9n].map((id) => a.update(id, { name: 'from A' })))
-  await aSessionWaits(monitor, database)
+  await untilSessionWaitsForLock(monitor, database)
   // Meanwhile B writes 9, which A's statement has not locked yet.
   t.same(await b.update(9n, { name: 'from B' }), { name: 'from B' })
   await blocker.query('COMMIT')

@@ -7,7 +7,7 @@ import type { PlantStore } from '../../plugins/store/types.js'
 import { buildApp } from '../../service/app.js'
 import { AUTH, JSON_TYPE, TOKEN, type App } from '../helpers/app.js'
 import { assertUnavailable } from '../helpers/load.js'
-import { connect, endSessions, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
+import { connect, endSessions, freshDatabase, postgresSkip, sessionWaitsForLock, SERVER_URL, sqlOn } from '../helpers/postgres.js'
 import { heldRow } from '../helpers/postgres-outages.js'
 
 // Each fault is made as it happens on a real server, to a database of the test's own; what a
@@ -199,8 +199,7 @@ t.test('a real deadlock with another session (40P01): no 500', { skip: pgSkip },
   await other.query("SET deadlock_timeout = '10s'")
   const deadlocks = async () => Number((await monitor.query<{ deadlocks: string }>(
     'SELECT deadlocks FROM pg_stat_database WHERE datname = $1', [name])).rows[0].deadlocks)
-  const storeWaits = async () => (await monitor.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [name])).rows[0].n > 0
+  const storeWaits = () => sessionWaitsForLock(monitor, name)
   const statusOf = (create: Promise<unknown>) => create.then(() => 200, (error) => (error as { statusCode?: number }).statusCode ?? 500)
 
   // The cycle needs the other session's second insert to wait before the store's session looks

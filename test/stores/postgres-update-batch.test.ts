@@ -6,7 +6,7 @@
 import t from 'tap'
 import { openPostgresStore } from '../../plugins/store/postgres/store.js'
 import { revisionOf } from '../../plugins/store/revision.js'
-import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn } from '../helpers/postgres.js'
+import { connect, freshDatabase, postgresSkip, SERVER_URL, sqlOn, untilSessionWaitsForLock } from '../helpers/postgres.js'
 
 const skip = await postgresSkip()
 
@@ -61,9 +61,7 @@ t.test('an update without If-Match waiting for a row that another transaction th
   // The update waits for the deleting transaction's row lock, then finds the row gone.
   const monitor = await connect(SERVER_URL)
   t.teardown(() => monitor.end())
-  const waiting = async () => (await monitor.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND wait_event_type = 'Lock'", [new URL(url).pathname.slice(1)])).rows[0].n > 0
-  while (!await waiting()) await new Promise((resolve) => setImmediate(resolve))
+  await untilSessionWaitsForLock(monitor, new URL(url).pathname.slice(1))
   await blocker.query('COMMIT')
   t.equal(await update, 'not-found')
   t.equal(await store.get(1n), undefined)
