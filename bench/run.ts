@@ -306,6 +306,7 @@ async function main () {
   for (const [suffix, entry] of builds) {
     if (stores.has('memory')) {
       add(`memory${suffix}`, await startService(`memory${suffix}`, 'memory:', entry))
+      if (suffix === '') add('memory (feed off)', await startService('memory (feed off)', 'memory:', entry, FEED_OFF))
       const int64 = await startService(`memory${suffix} (int64)`, 'memory:', entry)
       if (int64) int64Servers.set(`memory${suffix}`, int64)
     }
@@ -359,7 +360,13 @@ async function main () {
   const summaries = summarize(runs)
   const comparisons = [
     compare(summaries, 'sqlite', 'memory'),
+    compare(summaries, 'memory', 'memory (feed off)'),
     compare(summaries, 'sqlite', 'sqlite (feed off)'),
+    // Another build (--compare) against this one, with and without the change feed.
+    compare(summaries, 'memory', 'memory (compare)'),
+    compare(summaries, 'memory (feed off)', 'memory (compare)'),
+    compare(summaries, 'sqlite', 'sqlite (compare)'),
+    compare(summaries, 'sqlite (feed off)', 'sqlite (compare)'),
     compare(summaries, 'postgres', 'postgres (feed off)'),
     compare(summaries, `sqlite+${count(preload)}`, 'sqlite'),
     compare(summaries, 'postgres', 'pgbench'),
