@@ -360,14 +360,9 @@ async function main () {
   const summaries = summarize(runs)
   const comparisons = [
     compare(summaries, 'sqlite', 'memory'),
-    compare(summaries, 'memory', 'memory (feed off)'),
-    compare(summaries, 'sqlite', 'sqlite (feed off)'),
-    // Another build (--compare) against this one, with and without the change feed.
-    compare(summaries, 'memory', 'memory (compare)'),
-    compare(summaries, 'memory (feed off)', 'memory (compare)'),
-    compare(summaries, 'sqlite', 'sqlite (compare)'),
-    compare(summaries, 'sqlite (feed off)', 'sqlite (compare)'),
-    compare(summaries, 'postgres', 'postgres (feed off)'),
+    ...STORES.map((store) => compare(summaries, store, `${store} (feed off)`)),
+    // This build, with and without the change feed, against another (--compare).
+    ...STORES.flatMap((store) => [store, `${store} (feed off)`].map((name) => compare(summaries, name, `${store} (compare)`))),
     compare(summaries, `sqlite+${count(preload)}`, 'sqlite'),
     compare(summaries, 'postgres', 'pgbench'),
     compare(summaries, `postgres+${count(preload)}`, 'postgres'),
