@@ -89,7 +89,8 @@ const BODY_CHECKS_PER_GRACE = 10
  * - a connection silent for CONNECTION_TIMEOUT is answered 408 if a request had begun on it, and
  *   simply closed if it owed nothing; one whose requests are being handled is left to answer them;
  * - at shutdown, every request taken in is answered, none is handled any more (one read after
- *   that is answered 503 and stores nothing), and each connection closes once it owes nothing.
+ *   that is answered 503 and stores nothing), and each connection closes once it owes nothing,
+ *   those accepted until the server stops listening too (Node's close leaves them open).
  * The server's events and hooks are wired to it by service/edge/connections.ts.
  */
 export class ConnectionTable<S extends ClientSocket> {
@@ -120,8 +121,12 @@ export class ConnectionTable<S extends ClientSocket> {
     this.#open.set(socket, connection)
     this.#strangers.add(connection)
     // Connections are accepted in bursts, and read only at the next turn of the event loop: a new
-    // client that already sent its request must not make room for the one accepted after it.
-    setImmediate(() => setImmediate(() => { connection.fresh = false }))
+    // client that already sent its request must not make room for the one accepted after it. At
+    // shutdown (begun before or since), that request is answered 503; a connection that sent none closes.
+    setImmediate(() => setImmediate(() => {
+      connection.fresh = false
+      if (this.#closing && connection.inFlight === 0 && !socket.writableEnded && this.#open.has(socket)) this.#closeGently(socket)
+    }))
     if (maxTokenless > 0 && this.#strangers.size > maxTokenless) {
       const weak = this.#weakestStranger(false)
       if (weak !== undefined) return this.#evict(weak)
@@ -223,10 +228,13 @@ export class ConnectionTable<S extends ClientSocket> {
     if (socket.writableLength > 0) socket.destroy()
   }
 
-  /** At shutdown: no request is handled any more, and each connection closes once it owes nothing. */
+  /**
+   * At shutdown: no request is handled any more, and each connection closes once it owes nothing;
+   * one just accepted, or accepted until the server stops listening, once what it sent is read.
+   */
   drain (): void {
     this.#closing = true
-    for (const [socket, connection] of this.#open) if (connection.inFlight === 0) this.#closeGently(socket)
+    for (const [socket, connection] of this.#open) if (connection.inFlight === 0 && !connection.fresh) this.#closeGently(socket)
   }
 
   /** Stops the checks of request bodies. */

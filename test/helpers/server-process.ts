@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
 import { fileURLToPath } from 'node:url'
+import type { Test } from 'tap'
 import { ConfigSchema } from '../../service/config/index.js'
 
 /** The server entry, run as TypeScript source through the loaders tap gave this process. */
@@ -205,6 +206,13 @@ export async function exitWithin (server: SpawnedServer, timeout: number): Promi
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** That a server asked to stop (SIGTERM) exited 0; if not, the message shows its last log lines but the requests'. */
+export function assertStopsCleanly (t: Test, server: SpawnedServer, exit: Exit, message = 'the instance stops cleanly') {
+  const lastLines = () => server.stdout().split('\n').filter((line) => !line.includes('request completed') && !line.includes('request refused'))
+    .slice(-40).join('\n')
+  t.same(exit, { code: 0, signal: null }, `${message}${exit.code === 0 ? '' : `; its last lines:\n${lastLines()}\n${server.stderr()}`}`)
 }
 
 /** The non-empty lines of a text (stderr is expected to hold whole lines). */

@@ -134,6 +134,43 @@ t.test('at shutdown, a connection that has said nothing yet is closed at once, n
   t.equal(silent.received(), '', 'without a word')
 })
 
+/**
+ * Runs `during` once the app's close has drained the connections and before its server stops
+ * listening: the moment a client's new connection is still accepted (preClose hooks that wait,
+ * such as the feed's, widen it).
+ */
+function beforeListeningStops (app: App, during: () => Promise<void>) {
+  const close = app.server.close.bind(app.server)
+  app.server.close = ((callback?: (error?: Error) => void) => {
+    during().then(() => close(callback), callback)
+    return app.server
+  }) as typeof app.server.close
+}
+
+t.test('at shutdown, a connection accepted after the drain began is closed too, not held until HEADERS_TIMEOUT', async (t) => {
+  const clock = fakeClock()
+  const { app, port, store } = await listening(t, {}, { http: { headersTimeout: 60_000 }, clock })
+  const late: Client[] = []
+  let accepted = () => {}
+  const bothAccepted = new Promise<void>((resolve) => { accepted = resolve })
+  beforeListeningStops(app, async () => {
+    late.push(await client(port), await client(port))
+    // The second client's request comes with its connection.
+    late[1].socket.write(SLOW_POST_HEAD + slowBody)
+    await turns()
+    accepted()
+  })
+  const closing = app.close()
+  await bothAccepted
+  t.ok(await closesSoon(late[0]), 'the silent one is closed at once, not after HEADERS_TIMEOUT (60 s)')
+  t.equal(late[0].received(), '', 'without a word')
+  t.ok(await closesSoon(late[1]), 'so is the one that sent a request')
+  t.same(answers(late[1].received()), [503], 'once its request is answered 503')
+  t.match(late[1].received(), /"message":"The service is shutting down, try again later"/, 'saying why')
+  await closing
+  t.same(await storedPlants(store), [], 'and nothing stored')
+})
+
 t.test('at shutdown, a connection is half-closed after its last answer; what its client sends then is not taken in', async (t) => {
   const clock = fakeClock()
   const { app, port, store } = await listening(t, {}, { clock })

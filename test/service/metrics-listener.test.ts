@@ -5,7 +5,7 @@ import t from 'tap'
 import { loadConfig, metricsAddress } from '../../service/config/index.js'
 import { METHOD_NOT_ALLOWED } from '../../plugins/http/method-not-allowed.js'
 import { build } from '../helpers/app.js'
-import { exitWithin, linesOf, spawnServer, startServer } from '../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, linesOf, spawnServer, startServer } from '../helpers/server-process.js'
 
 // The subtests are independent; those that start a server process overlap their start-ups.
 t.jobs = 8
@@ -147,6 +147,6 @@ t.test('with METRICS_PORT, /metrics is served there and not on PORT; it answers 
   t.equal(during.status, 200, 'metrics are scraped while a request is in flight')
   t.match(during.body, /http_request_duration_seconds_count\{method="GET",route="\/healthz",status_code="200"\} 1/)
   t.match(await request.finish(), /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 OK\r\n/, 'the request in flight is answered')
-  t.same(await exitWithin(server, 30_000), { code: 0, signal: null }, 'then both listeners close and the process exits 0')
+  assertStopsCleanly(t, server, await exitWithin(server, 30_000), 'then both listeners close and the process exits 0')
   t.ok(await refused(metricsUrl), 'nothing listens on the metrics port any more')
 })

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { schemaSql } from '../../service/commands/schema-sql.js'
 import { startReceiver } from '../helpers/receiver.js'
-import { exitWithin, linesOf, runEntry, spawnServer, startServer, START_TIMEOUT } from '../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, linesOf, runEntry, spawnServer, START_TIMEOUT, startServer } from '../helpers/server-process.js'
 import { webhookEnv } from '../helpers/webhook-crash.js'
 import { newSecret } from '../helpers/webhooks.js'
 
@@ -39,5 +39,5 @@ t.test('API=off starts with no token configured and generates none: it serves no
   t.equal((await fetch(`${server.url}/plants`, { method: 'POST', body: '{}' })).status, 404, 'no plant route')
   t.notMatch(server.stderr(), /generated token/, 'no token generated')
   server.child.kill('SIGTERM')
-  t.same(await exitWithin(server, 15_000), { code: 0, signal: null }, 'stops cleanly')
+  assertStopsCleanly(t, server, await exitWithin(server, 15_000), 'stops cleanly')
 })

@@ -194,6 +194,7 @@ t.test('at shutdown: one that owes nothing is half-closed at once and cut off af
   const idle = connect('idle')
   const busy = connect('busy')
   request(busy, { pending: true })
+  await turns()
   table.drain()
   t.ok(idle.writableEnded, 'the idle one is half-closed at once')
   t.notOk(busy.writableEnded, 'the busy one is not')
@@ -211,6 +212,22 @@ t.test('at shutdown: one that owes nothing is half-closed at once and cut off af
   await clock.advance(LINGER)
   t.ok(busy.destroyed)
   t.equal(table.takeIn(new FakeSocket('unknown', () => {}), new FakeAnswer(), false), undefined, 'a request through no connection (inject) is not the table\'s')
+})
+
+t.test('at shutdown, a connection just accepted, or accepted until the server stops listening, closes once what it sent is read: at once if it sent nothing', async (t) => {
+  const { table, connect, request } = tableOf()
+  const justBefore = connect('just before')
+  table.drain()
+  const silent = connect('silent')
+  const asking = connect('asking')
+  t.notOk(justBefore.writableEnded || silent.writableEnded || asking.writableEnded, 'not before the server has read what they sent')
+  t.equal(request(asking, { pending: true }).intake, 'shutting down', 'a request read on one is answered, not handled')
+  await turns()
+  t.ok(justBefore.writableEnded, 'one accepted just before the drain, silent, is half-closed')
+  t.ok(silent.writableEnded, 'so is one accepted after it')
+  t.notOk(asking.writableEnded, 'one that owes an answer is not')
+  table.settle(asking)
+  t.ok(asking.writableEnded, 'until it is answered')
 })
 
 t.test('a body slower than minBodyRate past bodyRateGrace is timed out, checked ten times a grace; a whole or answered one is let be', async (t) => {

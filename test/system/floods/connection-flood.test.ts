@@ -7,7 +7,7 @@ import { connect, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { send } from '../../helpers/load.js'
-import { exitWithin, linesOf, spawnServer, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, linesOf, spawnServer, startServer } from '../../helpers/server-process.js'
 
 const TOKEN = 'test-token-connection-flood'
 const FD_LIMIT = 256
@@ -54,7 +54,7 @@ t.test(`${FLOOD} connections against ${FD_LIMIT} file descriptors: a new client 
 
   t.same(server.logs().filter((line) => line.level >= 50).map((line) => line.msg), [], 'nothing logged at error or above')
   server.child.kill('SIGTERM')
-  t.same(await exitWithin(server, 15_000), { code: 0, signal: null }, 'SIGTERM still stops it cleanly: exit 0')
+  assertStopsCleanly(t, server, await exitWithin(server, 15_000), 'SIGTERM still stops it cleanly: exit 0')
 })
 
 t.test('MAX_CONNECTIONS beyond what the file descriptor limit allows is refused at start, with one line', async (t) => {

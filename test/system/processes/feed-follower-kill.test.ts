@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { assertExactlyOnce, FOLLOWER_ENTRY, persistedChanges, writePlants, type Write } from '../../helpers/feed-follower.js'
-import { exitWithin, NODE_ARGS, serverEnv, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, NODE_ARGS, serverEnv, startServer } from '../../helpers/server-process.js'
 import { eventually } from '../../helpers/webhooks.js'
 
 const TOKEN = 'feed-follower-kill-token'
@@ -58,6 +58,6 @@ for (const kind of ['stream', 'poll'] as const) {
     t.comment(`${writes.length} writes (${acknowledged} acknowledged), ${changes.length} changes saved, ` +
       `kills after ${saved.join(', ')} changes; ${Date.now() - started} ms in all`)
     server.child.kill('SIGTERM')
-    t.same(await exitWithin(server, 15_000), { code: 0, signal: null }, 'the server stops cleanly')
+    assertStopsCleanly(t, server, await exitWithin(server, 15_000), 'the server stops cleanly')
   })
 }

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { assertExactlyOnce, follow, writePlants, type Follower } from '../../helpers/feed-follower.js'
 import { freshDatabase, postgresSkip } from '../../helpers/postgres.js'
-import { exitWithin, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, startServer } from '../../helpers/server-process.js'
 import { eventually } from '../../helpers/webhooks.js'
 
 const TOKEN = 'feed-instances-token'
@@ -21,11 +21,8 @@ const pgSkip = await postgresSkip()
 async function twoInstances (t: Test, databaseUrl: string) {
   const started = Date.now()
   const env = { DATABASE_URL: databaseUrl, API_TOKENS: TOKEN }
-  // One after the other: started together on PostgreSQL, an instance's shutdown later sometimes
-  // outlasts SHUTDOWN_TIMEOUT (feed-kill.test.ts shows it, an open bug); SQLite's concurrent open is
-  // sqlite-concurrent-open.test.ts's.
-  const a = await startServer(t, env)
-  const b = await startServer(t, env)
+  // Started together, as a deployment's instances are (sqlite-concurrent-open.test.ts tests that alone).
+  const [a, b] = await Promise.all([startServer(t, env), startServer(t, env)])
   const followers: Record<string, Follower> = {
     'long-poll on A': follow('poll', [a.url], TOKEN),
     'stream on A': follow('stream', [a.url], TOKEN, { dropEvery: 50 }),
@@ -49,7 +46,7 @@ async function twoInstances (t: Test, databaseUrl: string) {
   }
   t.comment(`${writes.length} writes in ${wrote} ms, ${ACKNOWLEDGED} events followed 4 times; ${Date.now() - started} ms in all`)
   for (const server of [a, b]) server.child.kill('SIGTERM')
-  for (const server of [a, b]) t.same(await exitWithin(server, 15_000), { code: 0, signal: null }, 'the instance stops cleanly')
+  for (const server of [a, b]) assertStopsCleanly(t, server, await exitWithin(server, 15_000))
 }
 
 t.test('two instances on one PostgreSQL database: each follower sees every acknowledged write once, in order per plant', { skip: pgSkip }, async (t) => {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { readFileSync } from 'node:fs'
 import t from 'tap'
-import { exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, NODE_ARGS, SERVER_ENTRY, serverEnv, startServer } from '../../helpers/server-process.js'
 import { plantBody } from '../../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../../helpers/postgres.js'
 import { SCHEMA_VERSION } from '../../../plugins/store/postgres/schema-version.js'
@@ -37,5 +37,5 @@ t.test('schema-sql: the printed SQL, run by an administrator, lets a role withou
     t.strictSame(await sqlOn(url, 'SELECT version FROM plants_schema_version'), [{ version: SCHEMA_VERSION }], 'the schema version the SQL recorded')
     t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":7')), 30_000), 'and its webhook is delivered')
     server.child.kill('SIGTERM')
-    t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
+    assertStopsCleanly(t, server, await exitWithin(server, 15_000))
   })

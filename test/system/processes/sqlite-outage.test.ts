@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t from 'tap'
 import { isStoreUnavailable, plantBody, send } from '../../helpers/load.js'
-import { exitWithin, startServer, type ServerProcess } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, type ServerProcess, startServer } from '../../helpers/server-process.js'
 
 const TOKEN = 'sqlite-outage-token'
 
@@ -86,7 +86,7 @@ t.test('SQLite on a full disk: 503, no crash, and creates again once there is sp
   t.equal((await create(-3n, 'after')).status, 200, 'and so does another')
 
   server.child.kill('SIGTERM')
-  t.same(await exitWithin(server, 10_000), { code: 0, signal: null }, 'the server stops cleanly on SIGTERM')
+  assertStopsCleanly(t, server, await exitWithin(server, 10_000), 'the server stops cleanly on SIGTERM')
   const db = new Database(file, { readonly: true })
   t.teardown(() => db.close())
   db.defaultSafeIntegers(true)

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { exitWithin, spawnServer, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, spawnServer, startServer } from '../../helpers/server-process.js'
 import { plantBody } from '../../helpers/load.js'
 import { freshDatabase, postgresSkip, roleWithoutCreate, sqlOn } from '../../helpers/postgres.js'
 import { PREVIOUS_POSTGRES_DDL, PREVIOUS_SQLITE_DDL } from '../../helpers/previous-release.js'
@@ -36,7 +36,7 @@ async function assertServesPreviousData (t: Test, databaseUrl: string) {
   t.ok(await eventually(() => receiver.received.some(({ body }) => body.includes('"id":42')), 30_000), 'and its webhook is delivered')
   for (const { headers, body } of receiver.received) verifyDelivery(secret, headers, body)
   server.child.kill('SIGTERM')
-  t.same(await exitWithin(server, 15_000), { code: 0, signal: null })
+  assertStopsCleanly(t, server, await exitWithin(server, 15_000))
 }
 
 t.test('SQLite: a file the previous release wrote is served, webhooks working', async (t) => {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { pool } from '../../helpers/load.js'
 import { freshDatabase, postgresSkip } from '../../helpers/postgres.js'
-import { exitWithin, startServer } from '../../helpers/server-process.js'
+import { assertStopsCleanly, exitWithin, startServer } from '../../helpers/server-process.js'
 
 const TOKEN = 'update-durability-token'
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
@@ -53,7 +53,7 @@ async function assertUpdatesSurviveSigkill (t: Test, databaseUrl: string) {
   const tagged = await fetch(`${second.url}/plants?tag=new&limit=1000`, { headers })
   t.equal((await tagged.json() as unknown[]).length, Math.ceil(TOTAL / 3), 'the tag index holds the new tags')
   second.child.kill('SIGTERM')
-  t.same(await exitWithin(second, 10_000), { code: 0, signal: null }, 'the second server stops cleanly')
+  assertStopsCleanly(t, second, await exitWithin(second, 10_000), 'the second server stops cleanly')
 }
 
 t.test('SQLite: every acknowledged PUT survives a SIGKILL right after the last 200', async (t) => {
