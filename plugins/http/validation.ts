@@ -97,6 +97,32 @@ function createAjv (options: Options, acceptText: boolean, schemas: unknown[]): 
   return ajv
 }
 
+type Compile = (body: boolean, schema: unknown) => ReturnType<Ajv['compile']>
+
+// One set of compiled validators a process for each text length: an app built again (a host's
+// tests build one per test) reuses them instead of compiling every route's schemas anew with Ajv,
+// most of such an app's build. A validator holds no state between calls.
+const validators = new Map<number, Compile>()
+
+/** Compiles a request part's schema, once for all apps with this `maxTextLength` (whose shared schemas are `schemas`). */
+function validatorsFor (maxTextLength: number, schemas: unknown[]): Compile {
+  let compile = validators.get(maxTextLength)
+  if (compile === undefined) {
+    const bodyAjv = createAjv({ coerceTypes: false }, false, schemas)
+    const textAjv = createAjv({ coerceTypes: 'array' }, true, schemas)
+    const compiled = new Map<string, ReturnType<Ajv['compile']>>()
+    compile = (body, schema) => {
+      const copy = forAjv(schema)
+      const key = `${body}${JSON.stringify(copy)}`
+      let validate = compiled.get(key)
+      if (validate === undefined) compiled.set(key, validate = (body ? bodyAjv : textAjv).compile(copy))
+      return validate
+    }
+    validators.set(maxTextLength, compile)
+  }
+  return compile
+}
+
 export interface ValidationOptions {
   /** The longest name or tag accepted, in characters. */
   maxTextLength: number
@@ -111,10 +137,7 @@ export interface ValidationOptions {
 export default fp<ValidationOptions>(async function strictValidation (fastify, { maxTextLength }) {
   const schemas = sharedSchemas(maxTextLength)
   for (const schema of schemas) fastify.addSchema(schema)
-  const bodyAjv = createAjv({ coerceTypes: false }, false, schemas)
-  const textAjv = createAjv({ coerceTypes: 'array' }, true, schemas)
-  fastify.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : textAjv).compile(forAjv(schema)))
+  fastify.setValidatorCompiler(({ schema, httpPart }) => validatorsFor(maxTextLength, schemas)(httpPart === 'body', schema))
   // Fastify's own messages ("body/id must be …"), without the stack trace its formatter captures.
   fastify.setSchemaErrorFormatter((errors, part) =>
     new ValidationError(errors.map((error) => validationMessage(part, error.instancePath, describe(error))).join(', ')))

@@ -1,5 +1,7 @@
 import { readdirSync } from 'node:fs'
 import t from 'tap'
+// Before any file builds an app: its apps share their compiled serializers.
+import './shared-serializers.js'
 
 type Root = { test: (...args: unknown[]) => Promise<unknown>, jobs: number }
 

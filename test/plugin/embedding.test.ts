@@ -212,3 +212,14 @@ t.test('two instances with different text limits each document their own in the 
   })
   t.equal(fine.statusCode, 200)
 })
+
+t.test('apps built one after another in one process, as a host\'s tests build them, each enforce their own text limit', async (t) => {
+  // The validators compiled for one limit are shared by the apps of that limit only (plugins/http/validation.ts).
+  for (const [maxTextLength, status] of [[10, 400], [1000, 200], [10, 400], [11, 200]] as const) {
+    const host = Fastify()
+    await host.register(plantStore, { tokens: [TOKEN], store: createMemoryStore(), maxTextLength })
+    const answer = await host.inject({ method: 'POST', url: '/plants', headers: { ...AUTH, ...JSON_TYPE }, payload: { id: 1, name: 'eleven char' } })
+    t.equal(answer.statusCode, status, `limit ${maxTextLength}: an 11-character name answered ${status}`)
+    await host.close()
+  }
+})
