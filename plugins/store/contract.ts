@@ -202,6 +202,17 @@ function tagCases (withStore: WithStore) {
     assert.deepEqual(await tagged('a'), [-3n, 2n])
     assert.deepEqual(await tagged('b'), [1n, 4n])
   })
+  withStore('listTagged: the first list by tag sees the creates, updates and deletes that came before it', async (raw) => {
+    const store = raw as Revising
+    for (const id of [5n, 3n, 8n, 1n]) await store.create({ id, name: `p${id}`, tag: 'a' })
+    await store.update(3n, { name: 'moved', tag: 'b' })
+    await store.update(8n, { name: 'untagged' })
+    await store.delete(1n)
+    await store.create({ id: 1n, name: 'again', tag: 'b' })
+    const tagged = async (tag: string) => (await store.listTagged(tag, { limit: 100 })).map(({ id }) => id)
+    assert.deepEqual(await tagged('b'), [1n, 3n])
+    assert.deepEqual(await tagged('a'), [5n])
+  })
 }
 
 function outageCase (test: StoreContractOptions['test'], openWithOutage: NonNullable<StoreContractOptions['openWithOutage']>) {

@@ -13,13 +13,18 @@ import type { WritePrecondition } from './types.js'
  */
 const REVISION = Symbol('plant-store.revision')
 
-/** `plant`, with its revision noted. */
-export function revised (plant: Plant, revision: bigint | number | string): Plant {
-  return Object.defineProperty(plant, REVISION, { value: String(revision), writable: true })
+type Revision = bigint | number | string
+
+/** `plant`, with its revision noted: as the store read it, made text only when asked for (most plants are never read back). */
+export function revised (plant: Plant, revision: Revision): Plant {
+  return Object.defineProperty(plant, REVISION, { value: revision, writable: true })
 }
 
 /** The revision a store noted with `plant`, if it did. */
-export const revisionOf = (plant: Plant): string | undefined => (plant as Plant & { [REVISION]?: string })[REVISION]
+export function revisionOf (plant: Plant): string | undefined {
+  const revision = (plant as Plant & { [REVISION]?: Revision })[REVISION]
+  return revision === undefined ? undefined : String(revision)
+}
 
 // 2^52: the revisions a plant goes through stay exact in a JavaScript number and an int8.
 const REVISION_SPACE = 2 ** 52
