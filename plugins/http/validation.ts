@@ -137,7 +137,8 @@ export interface ValidationOptions {
 export default fp<ValidationOptions>(async function strictValidation (fastify, { maxTextLength }) {
   const schemas = sharedSchemas(maxTextLength)
   for (const schema of schemas) fastify.addSchema(schema)
-  fastify.setValidatorCompiler(({ schema, httpPart }) => validatorsFor(maxTextLength, schemas)(httpPart === 'body', schema))
+  const compile = validatorsFor(maxTextLength, schemas)
+  fastify.setValidatorCompiler(({ schema, httpPart }) => compile(httpPart === 'body', schema))
   // Fastify's own messages ("body/id must be …"), without the stack trace its formatter captures.
   fastify.setSchemaErrorFormatter((errors, part) =>
     new ValidationError(errors.map((error) => validationMessage(part, error.instancePath, describe(error))).join(', ')))
