@@ -14,9 +14,9 @@ export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../plugins/s
 export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
 export {
-  DEFAULT_RETENTION, DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError, WebhooksOptionsSchema,
-  type WebhookEventType, type WebhooksOptions
+  DEFAULT_RETENTION, DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhookEventType
 } from '../plugins/webhooks/settings.js'
+export { WEBHOOK_ENDPOINT_KEYS, WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/options-schema.js'
 export type { WebhookObserver } from '../plugins/webhooks/index.js'
 export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export { openapiDeclarations } from '../routes/openapi/names.js'

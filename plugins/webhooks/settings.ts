@@ -1,8 +1,11 @@
 import ipaddr from 'ipaddr.js'
-import { Type, type Static } from 'typebox'
 import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../../schemas/protocol.js'
+import type { WebhooksOptions } from './options-schema.js'
 
 export { WEBHOOK_EVENT_TYPES, type WebhookEventType }
+
+// The option's schema (TypeBox) is options-schema.ts: this module, which the delivery thread loads
+// too, decodes what that schema accepted and imports no TypeBox.
 
 /** Standard Webhooks' retry table: the waits after each failed attempt. */
 export const DEFAULT_RETRY_SCHEDULE = '5s,5m,30m,2h,5h,10h,14h,20h,24h'
@@ -14,18 +17,8 @@ export const DEFAULT_DISABLE_AFTER = 5 * DAY_MS
 export const DEFAULT_RETENTION = 7 * DAY_MS
 const SECRET_PREFIX = 'whsec_'
 const SECRET_BYTES = { minimum: 24, maximum: 64 }
-const SECRET_RULE = `${SECRET_PREFIX} followed by the base64 of ${SECRET_BYTES.minimum} to ${SECRET_BYTES.maximum} random bytes`
-
-const EndpointSchema = Type.Object({
-  name: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'a name of 1 to 64 letters, digits, _ . -' }),
-  url: Type.String({ pattern: '^https?://', description: 'an http:// or https:// URL' }),
-  secrets: Type.Array(Type.String({ description: SECRET_RULE }), { minItems: 1, description: `a non-empty array of secrets, each ${SECRET_RULE}` }),
-  events: Type.Optional(Type.Array(Type.Enum(WEBHOOK_EVENT_TYPES), {
-    minItems: 1, description: `a non-empty array of ${WEBHOOK_EVENT_TYPES.join(', ')} (default plant.created)`
-  }))
-}, { additionalProperties: false, description: 'an endpoint: {name, url, secrets, events}' })
-/** The keys an endpoint takes. */
-export const WEBHOOK_ENDPOINT_KEYS = Object.keys(EndpointSchema.properties)
+/** What a secret must be, as its errors and the option's schema say it. */
+export const SECRET_RULE = `${SECRET_PREFIX} followed by the base64 of ${SECRET_BYTES.minimum} to ${SECRET_BYTES.maximum} random bytes`
 
 /**
  * Where an app delivers the events of its outbox: in a worker thread of its own (with its own
@@ -43,47 +36,6 @@ export const WEBHOOK_DELIVERY_PLACES = ['thread', 'in-process', 'off'] as const
  * stack are V8's and Node's own defaults, said here with the rest.
  */
 export const DEFAULT_THREAD_LIMITS = { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 48, stackSizeMb: 4 } as const
-
-const megabytes = (minimum: number, description: string, key: keyof typeof DEFAULT_THREAD_LIMITS) => Type.Optional(Type.Integer({
-  minimum, maximum: 65_536, description: `${description}, in MB, an integer from ${minimum} to 65536 (default ${DEFAULT_THREAD_LIMITS[key]})`
-}))
-
-const ThreadLimitsSchema = Type.Object({
-  maxOldGenerationSizeMb: megabytes(16, 'the delivery thread\'s main heap', 'maxOldGenerationSizeMb'),
-  maxYoungGenerationSizeMb: megabytes(1, 'the heap of its new objects', 'maxYoungGenerationSizeMb'),
-  stackSizeMb: megabytes(1, 'its stack', 'stackSizeMb')
-}, {
-  additionalProperties: false,
-  description: 'the delivery thread\'s memory limits in MB, past which it ends alone and is started again: { maxOldGenerationSizeMb?, maxYoungGenerationSizeMb?, stackSizeMb? }'
-})
-
-/** The delivery thread's engine limits, in MB. */
-export type ThreadLimits = Required<Static<typeof ThreadLimitsSchema>>
-
-/** The `webhooks` plugin option; the service's WEBHOOK_* settings map onto it (service/config/webhooks.ts). */
-export const WebhooksOptionsSchema = Type.Object({
-  endpoints: Type.Array(EndpointSchema, { minItems: 1, description: 'a non-empty array of endpoints {name, url, secrets, events}' }),
-  retrySchedule: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }), {
-    minItems: 1, description: 'a non-empty array of waits in ms after each failed attempt (default Standard Webhooks\' table)'
-  })),
-  timeout: Type.Optional(Type.Integer({ minimum: 1, description: `the longest attempt in ms (default ${DEFAULT_WEBHOOK_TIMEOUT})` })),
-  allowedNetworks: Type.Optional(Type.Array(Type.String(), {
-    description: 'CIDRs (e.g. 127.0.0.0/8) reachable although private or loopback'
-  })),
-  disableAfter: Type.Optional(Type.Integer({ minimum: 1, description: 'ms without a successful delivery after which an endpoint is disabled (default 5 days)' })),
-  retention: Type.Optional(Type.Integer({ minimum: 1, description: 'ms that finished events are kept (default 7 days)' })),
-  drainTimeout: Type.Optional(Type.Integer({ minimum: 0, description: 'ms that attempts in flight get to finish when the app closes (default: timeout)' })),
-  delivery: Type.Optional(Type.Enum(WEBHOOK_DELIVERY_PLACES, {
-    description: `where this app delivers: ${WEBHOOK_DELIVERY_PLACES.join(', ')} (default thread; the memory store or a store object deliver in-process, ` +
-      'and so does a pg.Pool unless delivery is thread, which then runs on a pool of its own made from the pool\'s settings)'
-  })),
-  threadResourceLimits: Type.Optional(ThreadLimitsSchema)
-}, {
-  additionalProperties: false,
-  description: 'webhook endpoints and delivery settings {endpoints, retrySchedule, timeout, allowedNetworks, disableAfter, retention, drainTimeout, delivery, threadResourceLimits}'
-})
-
-export type WebhooksOptions = Static<typeof WebhooksOptionsSchema>
 
 /** A webhook setting that cannot be used: `setting` names it, the message says how to fix it. */
 export class WebhookSettingError extends Error {

@@ -10,7 +10,7 @@ import { MIN_POOL_TO_LISTEN } from '../../plugins/store/postgres/outbox.js'
 import type { PostgresStoreOptions } from '../../plugins/store/postgres/store.js'
 import type { PlantStore } from '../../plugins/store/types.js'
 import { eventPayloads } from '../../plugins/webhooks/events.js'
-import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
+import type { WebhooksOptions } from '../../plugins/webhooks/options-schema.js'
 
 export const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`
 

@@ -13,7 +13,7 @@ import { collectLogs, createPlant, TOKEN } from '../helpers/app.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'
 import { startReceiver } from '../helpers/receiver.js'
 import { eventually, newSecret, verifyDelivery, webhooksFor } from '../helpers/webhooks.js'
-import type { WebhooksOptions } from '../../plugins/webhooks/settings.js'
+import type { WebhooksOptions } from '../../plugins/webhooks/options-schema.js'
 
 // A thread starts through the TypeScript loader here: seconds on a busy machine.
 const THREAD_START_MS = 60_000

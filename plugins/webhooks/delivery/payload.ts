@@ -1,5 +1,5 @@
 import type { NewPlant } from '../../../schemas/plant.js'
-import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../schemas/webhook-events.js'
+import { PLANT_CREATED, PLANT_DELETED, PLANT_UPDATED } from '../../../schemas/protocol.js'
 import type { EventPayloads } from '../../store/outbox.js'
 import { messageId } from './signing.js'
 

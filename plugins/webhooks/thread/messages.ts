@@ -1,5 +1,5 @@
 import type { AttemptOutcome } from '../../store/outbox.js'
-import type { WebhooksOptions } from '../settings.js'
+import type { WebhooksOptions } from '../options-schema.js'
 import type { PoolSettings } from './pool-settings.js'
 
 /** What the delivery thread is started with: plain data, copied into the thread. */
