@@ -17,6 +17,10 @@ const KINDS = [
   { name: 'PostgreSQL', skip: pgSkip, url: (t: Test) => freshDatabase(t) }
 ]
 
+// What is sent, not where from: the events are delivered on the app's event loop (where the
+// delivery runs, and its thread, is webhook-delivery-place.test.ts's).
+const DELIVERY = { timeout: 30_000, delivery: 'in-process' } as const
+
 t.jobs = 3
 
 for (const kind of KINDS) {
@@ -25,7 +29,7 @@ for (const kind of KINDS) {
     const secret = newSecret()
     const { app } = await build(t, {
       store: await kind.url(t),
-      webhooks: webhooksFor([{ url: updates.url, secret, events: ['plant.updated'] }, { url: creates.url, secret }], { timeout: 30_000 })
+      webhooks: webhooksFor([{ url: updates.url, secret, events: ['plant.updated'] }, { url: creates.url, secret }], DELIVERY)
     })
     const put = (url: string, payload: string, headers: Record<string, string> = {}) =>
       app.inject({ method: 'PUT', url, headers: { ...AUTH, ...JSON_TYPE, ...headers }, payload })
@@ -49,7 +53,7 @@ for (const kind of KINDS) {
   t.test(`${kind.name}: a DELETE under If-Match sends plant.deleted once it deletes; one that fails its precondition sends none`, { skip: kind.skip }, async (t) => {
     const deletes = await startReceiver(t)
     const secret = newSecret()
-    const { app } = await build(t, { store: await kind.url(t), webhooks: webhooksFor([{ url: deletes.url, secret, events: ['plant.deleted'] }], { timeout: 30_000 }) })
+    const { app } = await build(t, { store: await kind.url(t), webhooks: webhooksFor([{ url: deletes.url, secret, events: ['plant.deleted'] }], DELIVERY) })
     const remove = (etag: string) => app.inject({ method: 'DELETE', url: '/plants/9007199254740993', headers: { ...AUTH, 'if-match': etag } })
     const etag = (await createPlant(app, '{"id":9007199254740993,"name":"fern"}')).headers.etag as string
     t.equal((await remove('"0"')).statusCode, 412, 'another ETag: kept')
