@@ -132,10 +132,10 @@ async function reuseOrDrop (name: string): Promise<void> {
     await endSessions(name)
     await sqlOn(SERVER_URL, `ALTER DATABASE ${name} RENAME TO ${spare}; ALTER DATABASE ${spare} RESET ALL;
       ALTER DATABASE ${spare} CONNECTION LIMIT -1; ALTER DATABASE ${spare} ALLOW_CONNECTIONS true`)
-    const schemas = await sqlOn<{ name: string }>(urlOf(spare), `SELECT nspname AS name FROM pg_namespace
-      WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND nspname !~ '^pg_(toast_)?temp_'`)
     const client = await connect(urlOf(spare))
     try {
+      const { rows: schemas } = await client.query<{ name: string }>(`SELECT nspname AS name FROM pg_namespace
+        WHERE nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast') AND nspname !~ '^pg_(toast_)?temp_'`)
       await client.query(`${schemas.map((schema) => `DROP SCHEMA "${schema.name}" CASCADE;`).join(' ')}
         CREATE SCHEMA public AUTHORIZATION pg_database_owner; GRANT USAGE ON SCHEMA public TO PUBLIC`)
       if ((await client.query<{ contents: string }>(CONTENTS)).rows[0].contents === newContents) {
