@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import { connect } from 'node:net'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { Test } from 'tap'
 import { ConfigSchema } from '../../service/config/index.js'
 
@@ -10,10 +10,10 @@ import { ConfigSchema } from '../../service/config/index.js'
 export const SERVER_ENTRY = fileURLToPath(new URL('../../service/entry-points/server.ts', import.meta.url))
 
 /**
- * Node's arguments for a child that runs TypeScript source: the loaders tap gave this process, less
- * tap's mock loader (nothing is mocked in a child; its hooks cost each start ~0.5 s of CPU).
+ * Node's arguments for a child that runs TypeScript source: the loaders tap gave this process, each
+ * named by its absolute URL (.taprc names ours from the project's root; a child may run elsewhere).
  */
-export const NODE_ARGS = process.execArgv.filter((arg) => !arg.includes('/@tapjs/mock/'))
+export const NODE_ARGS = process.execArgv.map((arg) => arg.replace(/^--import=(\.\.?\/.*)$/, (_, path: string) => `--import=${pathToFileURL(path).href}`))
 
 /** Start-up goes through the TypeScript loader: slow, on a busy machine slower still. */
 export const START_TIMEOUT = 60_000 // generous: the TypeScript loader and coverage make a start slow on a busy machine
