@@ -151,19 +151,22 @@ export async function grpcCollector (t: { teardown (fn: () => unknown): void }):
 export async function blackHole (t: { teardown (fn: () => unknown): void }, answerAfterMs?: number) {
   const sockets = new Set<Socket>()
   let requests = 0
+  const answer = (socket: Socket) => socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n')
   const server = createTcpServer((socket) => {
     sockets.add(socket)
     socket.on('data', () => {
       requests++
       if (answerAfterMs === undefined) return
-      setTimeout(() => socket.end('HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n'), answerAfterMs).unref()
+      setTimeout(() => answer(socket), answerAfterMs).unref()
     })
     socket.on('close', () => sockets.delete(socket))
     socket.on('error', () => {})
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
-  t.teardown(() => { for (const socket of sockets) socket.destroy(); server.close() })
+  // At the end, what still waits is answered: a connection cut instead is retried by the exporter,
+  // for up to its timeout, on timers that keep the test process alive after its tests.
+  t.teardown(() => { for (const socket of sockets) answer(socket); server.close() })
   return { endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests: () => requests }
 }
 

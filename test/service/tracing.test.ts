@@ -170,11 +170,13 @@ t.test('a tracer provider sends spans in each OTLP protocol, and its shutdown sa
     t.equal(await shutdown(), 'sent', `${protocol}: the collector took it`)
   }
   t.same(grpc.spans().map(({ name }) => name), ['span over grpc'], 'the gRPC collector decoded it')
+  // A refused export is retried until the exporter's timeout, on timers that hold the process: 1 s, not 10.
+  process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '1000'
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT })
   const refused = await provide('http/protobuf', `${await closedPort()}/v1/traces`)
   t.equal(await refused.shutdown(5000), 'dropped', 'a closed port: dropped')
   // The exporter would wait a minute for the answer: only the bound ends the shutdown (or tap's timeout, failing).
   process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '60000'
-  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT })
   const silent = await provide('http/protobuf', `${(await blackHole(t)).endpoint}/v1/traces`)
   t.equal(await silent.shutdown(50), 'dropped', 'a collector that never answers: dropped once the bound has passed')
 })
@@ -183,7 +185,9 @@ t.test('the app says once that tracing is on, where to, and, at close, that span
   const endpoint = `${await closedPort()}/v1/traces`
   const config = loadConfig({ DATABASE_URL: 'memory:', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint })
   process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT = endpoint
-  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })
+  // Its refused exports are retried for 1 s, not 10 (the exporter's default timeout).
+  process.env.OTEL_EXPORTER_OTLP_TIMEOUT = '1000'
+  t.teardown(() => { delete process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; delete process.env.OTEL_EXPORTER_OTLP_TIMEOUT })
   const tracing = await loadTracing(config)
   const { lines, logger } = collectLogs('info')
   const { app } = await build(t, {}, { tracing, logger })
