@@ -36,6 +36,8 @@ export const DEFAULT_MAX_TEXT_LENGTH = 1000
  * strings end at about 2^29 characters. A text can be no longer than the body that carries it.
  */
 export const MAX_BODY_LIMIT = 256 * 1024 * 1024
+/** The largest request body accepted by default, in bytes. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
 export const MAX_TEXT_LENGTH_LIMIT = MAX_BODY_LIMIT
 
 export const StorableText = (description: string, example: string, maxLength: number) => Type.String({

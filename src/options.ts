@@ -6,7 +6,7 @@ import {
 } from '../plugins/http/limit-options.js'
 import { isPool, STORE_METHODS, STORE_URL_PATTERN, type PgPool, type PlantStore } from '../plugins/store/index.js'
 import type { OpenapiNames } from '../routes/openapi/names.js'
-import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
+import { DEFAULT_BODY_LIMIT, DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../schemas/index.js'
 import { TOKEN_PATTERN } from '../schemas/protocol.js'
 import { WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/options-schema.js'
 import { resolveWebhooks, WebhookSettingError } from '../plugins/webhooks/settings.js'
@@ -15,7 +15,7 @@ import { poolSettingsOf } from '../plugins/webhooks/thread/pool-settings.js'
 import { FeedOptionsSchema, type FeedOptions } from '../plugins/feed/settings.js'
 import type { FeedHandle } from '../plugins/feed/handle.js'
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024
+export { DEFAULT_BODY_LIMIT }
 
 const functionsNamed = (names: readonly string[], description?: string) =>
   Type.Object(Object.fromEntries(names.map((name) => [name, Type.Function([], Type.Unknown())])), { ...(description !== undefined && { description }) })

@@ -4,19 +4,14 @@
  */
 export { default as plantStore, type PlantStoreOptions } from './plugin.js'
 export { default as deliveryOnly } from './delivery-only.js'
-export { DEFAULT_BODY_LIMIT } from './options.js'
+export * from './service-settings.js'
 export { default as errorHandler, errorJson, handleClientError, handleFrameworkError, handleNotFound, rawErrorResponse, ROUTE_NOT_FOUND, sendError } from '../plugins/http/error-handler.js'
 export { trackMethods } from '../plugins/http/method-not-allowed.js'
 export { every, systemClock, type Clock } from '../plugins/http/clock.js'
 export { hasVerifiedToken } from '../plugins/auth/verified-token.js'
-export { DEFAULT_AUTH_FAILURE_LIMIT, LoadSheddingOptionsSchema, RateLimitOptionsSchema } from '../plugins/http/limit-options.js'
-export { STORE_URL_PATTERN, StoreOpenError, type PlantStore } from '../plugins/store/index.js'
-export { DEFAULT_DATABASE_URL, sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
+export type { PlantStore } from '../plugins/store/index.js'
+export { sqliteFileOf, sqliteFiles } from '../plugins/store/sqlite/files.js'
 export type { EndpointState, EndpointStats, WebhookOutbox } from '../plugins/store/outbox.js'
-export {
-  DEFAULT_RETENTION, DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_EVENT_TYPES, WebhookSettingError, type WebhookEventType
-} from '../plugins/webhooks/settings.js'
-export { WEBHOOK_ENDPOINT_KEYS, WebhooksOptionsSchema, type WebhooksOptions } from '../plugins/webhooks/options-schema.js'
 export type { WebhookObserver } from '../plugins/webhooks/index.js'
 export { openapiWebhooks } from '../routes/openapi/webhooks.js'
 export { openapiDeclarations } from '../routes/openapi/names.js'

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { StoreOpenError } from './index.js'
+import { StoreOpenError } from './store-url.js'
 
 interface DriverMajor {
   major: number

@@ -6,9 +6,11 @@ import { hasOutbox, type OutboxOptions, type WebhookOutbox } from './outbox.js'
 import type { Schedule } from '../http/log-repeats.js'
 import { Readiness } from './readiness.js'
 import { isPlantStore, STORE_METHODS, type PlantStore } from './types.js'
+import { StoreOpenError } from './store-url.js'
 import type { PostgresStoreOptions } from './postgres/store.js'
 
 export { STORE_METHODS, type ListOptions, type PlantStore } from './types.js'
+export { STORE_URL_PATTERN, StoreOpenError } from './store-url.js'
 export type { PostgresStoreOptions, StoreLog } from './postgres/store.js'
 
 /**
@@ -24,18 +26,6 @@ export interface PgPool {
 /** Whether a store option is a pool rather than a PlantStore. */
 export const isPool = (value: unknown): value is PgPool => typeof value === 'object' && value !== null && !isPlantStore(value) &&
   ['connect', 'query', 'end'].every((name) => typeof (value as Record<string, unknown>)[name] === 'function')
-
-/**
- * The store URLs understood: `memory:`, `sqlite:<path>` and `postgres://…` (or `postgresql://…`).
- * `sqlite::memory:` is refused: SQLite would keep nothing durable (and better-sqlite3 would make a
- * file of that name); `memory:` is the store in memory.
- */
-export const STORE_URL_PATTERN = '^(memory:$|sqlite:(?!:memory:$).+|postgres(ql)?://)'
-
-/** A store that cannot be opened: a setting to fix, not a request to retry. */
-export class StoreOpenError extends Error {
-  override name = 'StoreOpenError'
-}
 
 /**
  * Loads a store's module. Its driver (better-sqlite3, pg) is an optional peer dependency that the

@@ -4,9 +4,8 @@ import addFormatsModule from 'ajv-formats'
 import envSchema from 'env-schema'
 import { Type, type Static } from 'typebox'
 import { isAcceptableToken } from '../../schemas/protocol.js'
-import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_BODY_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, parseDuration, WebhookSettingError, type WebhooksOptions } from '../../src/service-api.js'
-import { DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
-import { DEFAULT_MAX_HEADERS_COUNT } from '../edge/http-protocol.js'
+import { DEFAULT_AUTH_FAILURE_LIMIT, DEFAULT_DATABASE_URL, LoadSheddingOptionsSchema, RateLimitOptionsSchema, STORE_URL_PATTERN, parseDuration, WebhookSettingError, type WebhooksOptions } from '../../src/service-settings.js'
+import { DEFAULT_BODY_LIMIT, DEFAULT_MAX_TEXT_LENGTH, MAX_BODY_LIMIT, MAX_TEXT_LENGTH_LIMIT, MAX_TIMER_MS } from '../../schemas/index.js'
 import { TracingSettings } from '../observe/tracing/settings.js'
 import { MAX_SETTING_FILE_BYTES, readSettingFile } from './setting-file.js'
 import { readWebhooksEnv, roleFromEnv, WebhookSettings, type ServiceRole } from './webhooks.js'
@@ -33,6 +32,9 @@ const Duration = (options: { minimum: number, default: number, description: stri
 /** An address to listen on: a host name or an IPv4/IPv6 address. */
 const Host = (options: { default?: string, description: string }) =>
   Type.Union([Type.String({ format: 'hostname' }), Type.String({ format: 'ipv6' })], options)
+
+/** Apache's LimitRequestFields: far more than any client sends (browsers send ~20). */
+export const DEFAULT_MAX_HEADERS_COUNT = 100
 
 /** Where the metrics listener binds by default: off the public network. */
 export const DEFAULT_METRICS_HOST = '127.0.0.1'

@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox'
 import {
   DEFAULT_RETRY_SCHEDULE, parseDuration, resolveWebhooks, WEBHOOK_DELIVERY_PLACES, WEBHOOK_ENDPOINT_KEYS, WEBHOOK_EVENT_TYPES, WebhookSettingError,
   WebhooksOptionsSchema, type WebhookEventType, type WebhooksOptions
-} from '../../src/service-api.js'
+} from '../../src/service-settings.js'
 import { MAX_SETTING_FILE_BYTES } from './setting-file.js'
 
 /** WEBHOOK_DELIVERY=only: the spelling of a delivery-only instance before API existed, kept as an alias of API=off. */

@@ -3,11 +3,11 @@ import swaggerUi from '@fastify/swagger-ui'
 import fp from 'fastify-plugin'
 import { openapiWebhooks } from '../../src/service-api.js'
 import { openapiDeclarations } from '../../src/service-api.js'
+import { SERVICE_OPENAPI_NAMES } from './names.js'
 
 export const DOCS_PREFIX = '/documentation'
 
-/** The service's document keeps the plain names; an embedded plugin's defaults are namespaced. */
-export const SERVICE_OPENAPI_NAMES = { securityScheme: 'bearerAuth', plantsTag: 'plants', healthTag: 'health' }
+export { SERVICE_OPENAPI_NAMES }
 
 const { securitySchemes, tags } = openapiDeclarations(SERVICE_OPENAPI_NAMES,
   'A token from API_TOKENS or API_TOKENS_FILE: every plant route (create, read, list, delete) requires one')

@@ -2,14 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import fp from 'fastify-plugin'
 import { errorJson, handleNotFound, rawErrorResponse, ROUTE_NOT_FOUND, sendError } from '../../src/service-api.js'
+import { DEFAULT_MAX_HEADERS_COUNT } from '../config/index.js'
 
 export interface HttpProtocolOptions {
   /** The most header fields (and, apart, trailer fields) a request may have: more is 431. */
   maxHeadersCount?: number
 }
-
-/** Apache's LimitRequestFields: far more than any client sends (browsers send ~20). */
-export const DEFAULT_MAX_HEADERS_COUNT = 100
 
 const EXPECTATION_FAILED = 'Only the expectation 100-continue is supported'
 const HOST_REQUIRED = 'An HTTP/1.1 request must have a Host header'

@@ -1,7 +1,8 @@
 import { writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { appOptions, buildApp } from '../app.js'
+import { buildApp } from '../app.js'
+import { appOptions } from '../config/app-options.js'
 import { loadConfig } from '../config/index.js'
 
 /** The OpenAPI document, generated from the schemas the routes run with, as the file holds it. */

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
-import { appOptions, buildApp, connectionOptions, loggerOptions } from '../app.js'
+import { buildApp } from '../app.js'
+import { appOptions, connectionOptions, loggerOptions } from '../config/app-options.js'
 import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, serviceRole, trustProxy, type Config } from '../config/index.js'
 import { metricsListening } from '../observe/metrics-listener.js'
-import { StoreOpenError } from '../../src/service-api.js'
+import { StoreOpenError } from '../../src/service-settings.js'
 import { ignoreSignals } from './ignored-signals.js'
 import { configHints } from '../config/hints.js'
 import { loadTracing } from '../observe/tracing/index.js'
@@ -42,12 +43,16 @@ async function start () {
   // A delivery-only instance answers no request that needs a token.
   const { tokens, generated } = role.api ? tokensFor(config) : { tokens: [], generated: false }
   const metrics = metricsAddress(config)
-  const tracing = await loadTracing(config)
-  const app = await buildApp(appOptions(config, tokens), {
+  const options = appOptions(config, tokens)
+  const server = {
     ...connectionOptions(config),
     corsOrigins: corsOrigins(config),
     // The client's address, behind the proxies TRUST_PROXY names: for the failure throttle and the log.
-    trustProxy: trustProxy(config),
+    trustProxy: trustProxy(config)
+  }
+  const tracing = await loadTracing(config)
+  const app = await buildApp(options, {
+    ...server,
     docs: config.DOCS === 'on',
     metricsListener: metrics !== undefined,
     tracing,

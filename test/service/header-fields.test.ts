@@ -5,7 +5,8 @@
  * headers and for the trailers of a chunked body. Over a real socket: inject() has no such limit.
  */
 import t from 'tap'
-import { DEFAULT_MAX_HEADERS_COUNT, TOO_MANY_FIELDS } from '../../service/edge/http-protocol.js'
+import { DEFAULT_MAX_HEADERS_COUNT } from '../../service/config/index.js'
+import { TOO_MANY_FIELDS } from '../../service/edge/http-protocol.js'
 import { rawRequest } from '../helpers/server-process.js'
 import { listening, settingsFrom, storedPlants, TOKEN } from '../helpers/app.js'
 

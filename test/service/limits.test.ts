@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { connectionOptions } from '../../service/app.js'
+import { connectionOptions } from '../../service/config/app-options.js'
 import { loadConfig } from '../../service/config/index.js'
 import { assertCreateShed, build, createPlant, OTHER_TOKEN, storedPlants, TOKEN } from '../helpers/app.js'
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { FastifyRequest } from 'fastify'
 import t from 'tap'
-import { loggerOptions } from '../../service/app.js'
+import { loggerOptions } from '../../service/config/app-options.js'
 import { build, collectLogs, createPlant, TOKEN } from '../helpers/app.js'
 import { rawRequest } from '../helpers/server-process.js'
 

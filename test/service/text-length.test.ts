@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { appOptions } from '../../service/app.js'
+import { appOptions } from '../../service/config/app-options.js'
 import { ConfigError, loadConfig } from '../../service/config/index.js'
 import { AUTH, build, createPlant, TOKEN, type App } from '../helpers/app.js'
 import { freshDatabase, postgresSkip } from '../helpers/postgres.js'

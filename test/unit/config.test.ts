@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { appOptions } from '../../service/app.js'
+import { appOptions } from '../../service/config/app-options.js'
 import { connectionLimit, loadConfig, openFilesLimit, readTokens, tokenlessLimit } from '../../service/config/index.js'
 
 t.test('every setting has a default that starts the service on SQLite', async (t) => {

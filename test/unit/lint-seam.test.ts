@@ -12,7 +12,7 @@ async function seamMessages (filePath: string, code: string) {
   return result.messages.filter(({ ruleId }) => ruleId !== null && SEAM_RULES.has(ruleId)).map(({ message }) => message)
 }
 
-const THROUGH_FACES = /import them through a face in src\/ \(plugin\.js, service-api\.js, postgres-schema\.js\)/
+const THROUGH_FACES = /import them through a face in src\/ \(plugin\.js, service-api\.js, service-settings\.js, postgres-schema\.js\)/
 
 t.test('service/ importing a module under plugins/ or routes/ fails the lint, pointing at the faces', async (t) => {
   const crossings = {
@@ -34,6 +34,7 @@ t.test('an import through src/service-api.js, of schemas/, or from inside the pl
   const allowed = {
     'service/x.ts': "import { plantStore } from '../src/service-api.js'\nexport const plugin = plantStore\n",
     'service/commands/x.ts': "export { createTableSql } from '../../src/postgres-schema.js'\n",
+    'service/config/x.ts': "export { parseDuration } from '../../src/service-settings.js'\n",
     'bench/x.ts': "import plantStore from '../src/plugin.js'\nexport const plugin = plantStore\n",
     'client/x.ts': "export type { Plant } from '../schemas/index.js'\n",
     'service/y.ts': "export { pluginsOf } from './plugins-of.js'\n",
