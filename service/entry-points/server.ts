@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import closeWithGrace from 'close-with-grace'
 import type { FastifyBaseLogger } from 'fastify'
-import { buildApp } from '../app.js'
 import { appOptions, connectionOptions, loggerOptions } from '../config/app-options.js'
 import { ConfigError, corsOrigins, loadConfig, metricsAddress, readTokens, serviceRole, trustProxy, type Config } from '../config/index.js'
-import { metricsListening } from '../observe/metrics-listener.js'
 import { StoreOpenError } from '../../src/service-settings.js'
 import { ignoreSignals } from './ignored-signals.js'
 import { configHints } from '../config/hints.js'
@@ -51,6 +49,8 @@ async function start () {
     trustProxy: trustProxy(config)
   }
   const tracing = await loadTracing(config)
+  // Every setting has been read: only now the app, so that a refused one costs no more than that.
+  const [{ buildApp }, { metricsListening }] = await Promise.all([import('../app.js'), import('../observe/metrics-listener.js')])
   const app = await buildApp(options, {
     ...server,
     docs: config.DOCS === 'on',
