@@ -7,8 +7,6 @@ import { SERVICE_OPENAPI_NAMES } from './names.js'
 
 export const DOCS_PREFIX = '/documentation'
 
-export { SERVICE_OPENAPI_NAMES }
-
 const { securitySchemes, tags } = openapiDeclarations(SERVICE_OPENAPI_NAMES,
   'A token from API_TOKENS or API_TOKENS_FILE: every plant route (create, read, list, delete) requires one')
 
