@@ -15,8 +15,6 @@ import { poolSettingsOf } from '../plugins/webhooks/thread/pool-settings.js'
 import { FeedOptionsSchema, type FeedOptions } from '../plugins/feed/settings.js'
 import type { FeedHandle } from '../plugins/feed/handle.js'
 
-export { DEFAULT_BODY_LIMIT }
-
 const functionsNamed = (names: readonly string[], description?: string) =>
   Type.Object(Object.fromEntries(names.map((name) => [name, Type.Function([], Type.Unknown())])), { ...(description !== undefined && { description }) })
 

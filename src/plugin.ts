@@ -13,9 +13,9 @@ import { resolveFeed } from '../plugins/feed/settings.js'
 import { DEFAULT_RETENTION } from '../plugins/webhooks/settings.js'
 import plantRoutes from '../routes/plants.js'
 import { openapiNames } from '../routes/openapi/names.js'
-import { DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
+import { DEFAULT_BODY_LIMIT, DEFAULT_MAX_TEXT_LENGTH } from '../schemas/index.js'
 import { checkDrivers } from '../plugins/store/drivers.js'
-import { checkOptions, DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
+import { checkOptions, PlantStoreOptionsError, type PlantStoreOptions } from './options.js'
 
 /**
  * Registers routes, turning a clash with a route the host declared already (Fastify's "Method
@@ -119,7 +119,8 @@ export function swaggerReferenceName (json: { $id?: unknown }, _baseUri: unknown
 }
 
 export default plantStore
-export { DEFAULT_BODY_LIMIT, PlantStoreOptionsError, type PlantStoreOptions, type PostgresOptions } from './options.js'
+export { PlantStoreOptionsError, type PlantStoreOptions, type PostgresOptions } from './options.js'
+export { DEFAULT_BODY_LIMIT } from '../schemas/index.js'
 export type { Authenticate, Identity } from '../plugins/auth/index.js'
 export type { LoadSheddingOptions, RateLimitOptions, WindowLimit } from '../plugins/http/limit-options.js'
 export { DEFAULT_AUTH_FAILURE_LIMIT } from '../plugins/http/limit-options.js'
